@@ -1,0 +1,37 @@
+"""errata: answers for Python errors, grounded in a knowledge base of real error records."""
+
+from .answer import Answer, Citation
+from .api import Assistant, ask, search
+from .errors import (
+    ConfigurationError,
+    EmbedderError,
+    ErrataError,
+    IndexBuildError,
+    KnowledgeBaseError,
+    LLMError,
+)
+from .query import Frame, Query, parse_query
+from .records import Record, load_records
+from .retrieve import Hit
+from .settings import Settings
+
+__all__ = [
+    "Answer",
+    "Assistant",
+    "Citation",
+    "ConfigurationError",
+    "EmbedderError",
+    "ErrataError",
+    "Frame",
+    "Hit",
+    "IndexBuildError",
+    "KnowledgeBaseError",
+    "LLMError",
+    "Query",
+    "Record",
+    "Settings",
+    "ask",
+    "load_records",
+    "parse_query",
+    "search",
+]

@@ -1,0 +1,104 @@
+"""The public door: ``Assistant`` (load once, ask many times, from many threads) and ``ask``."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from .answer import Answer
+from .draft import offline_answer
+from .embed import Embedder
+from .index import BuildReport, VectorIndex, open_index
+from .query import Query, parse_query
+from .records import LoadReport, Record, load_records
+from .retrieve import Hit, Retrieval, Retriever
+from .settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+class Assistant:
+    """Loads the knowledge base and its index once; answers queries from any thread.
+
+    ``Assistant()`` uses the bundled knowledge base and the default index folder; keyword arguments
+    override single settings (``Assistant(kb="my_kb/", index_dir="/tmp/idx")``).
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        kb: str | Path | Sequence[str | Path] | None = None,
+        index_dir: str | Path | None = None,
+        embedder: Embedder | None = None,
+        show_progress: bool = False,
+        **overrides: Any,
+    ):
+        if kb is not None and isinstance(kb, (str, Path)):
+            kb = [kb]
+        settings = settings or Settings.load()
+        self.settings = settings.replace(kb=kb, index_dir=index_dir, **overrides)
+        self.load_report = LoadReport()
+        self.records: list[Record] = load_records(
+            self.settings.kb, strict=self.settings.strict, report=self.load_report
+        )
+        self.embedder = embedder or Embedder(self.settings.embedder, batch_size=self.settings.embed_batch_size)
+        self.vector_index: VectorIndex
+        self.build_report: BuildReport
+        self.vector_index, self.build_report = open_index(
+            self.records, self.embedder, self.settings.index_dir, show_progress=show_progress
+        )
+        self.retriever = Retriever(
+            self.records,
+            self.embedder,
+            self.vector_index,
+            confidence_threshold=self.settings.confidence_threshold,
+        )
+
+    def parse(self, text: str | bytes) -> Query:
+        return parse_query(text, max_chars=self.settings.max_query_chars)
+
+    def retrieve(self, text: str | bytes, k: int | None = None) -> tuple[Query, Retrieval]:
+        query = self.parse(text)
+        return query, self.retriever.retrieve(query, k or self.settings.top_k)
+
+    def search(self, text: str | bytes, k: int | None = None) -> list[Hit]:
+        """The records nearest to ``text``, best first, without drafting an answer."""
+        return self.retrieve(text, k)[1].hits
+
+    def ask(self, text: str | bytes, k: int | None = None) -> Answer:
+        """An answer to what was pasted, citing the records it comes from."""
+        query, retrieval = self.retrieve(text, k)
+        return offline_answer(query, retrieval)
+
+    def ask_stream(self, text: str | bytes, k: int | None = None) -> Iterator[str | Answer]:
+        """Text chunks as they are drafted, then the final :class:`Answer`."""
+        answer = self.ask(text, k)
+        yield answer.text
+        yield answer
+
+
+_default: Assistant | None = None
+_default_lock = threading.Lock()
+
+
+def default_assistant() -> Assistant:
+    """One shared Assistant on the default settings, built on first use."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Assistant()
+        return _default
+
+
+def ask(text: str | bytes) -> Answer:
+    """Answer ``text`` with the shared default Assistant (bundled knowledge base)."""
+    return default_assistant().ask(text)
+
+
+def search(text: str | bytes, k: int | None = None) -> list[Hit]:
+    """The records nearest to ``text`` with the shared default Assistant."""
+    return default_assistant().search(text, k)

@@ -1,0 +1,252 @@
+"""The Record type (seed schema v2) and loading it from JSONL with file:line errors.
+
+A knowledge base is one or more folders or files of ``*.jsonl``; each line is
+``{"record": {...}, "datasetVersion": "..."}`` (a bare record object is accepted too).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import KnowledgeBaseError
+
+logger = logging.getLogger(__name__)
+
+# (JSON name, attribute, accepted types, required). Optional fields may be null or missing.
+_STR = (str,)
+_INT = (int,)
+_LIST = (list,)
+SCHEMA: tuple[tuple[str, str, tuple[type, ...], bool], ...] = (
+    ("id", "id", _STR, True),
+    ("repo", "repo", _STR, True),
+    ("slug", "slug", _STR, True),
+    ("errorCode", "error_code", _STR, False),
+    ("errorMessage", "error_message", _STR, True),
+    ("messagePattern", "message_pattern", _STR, True),
+    ("errorType", "error_type", _STR, True),
+    ("errorClass", "error_class", _STR, True),
+    ("httpStatus", "http_status", _INT, False),
+    ("severity", "severity", _STR, False),
+    ("filePath", "file_path", _STR, True),
+    ("lineNumber", "line_number", _INT, True),
+    ("sourceCode", "source_code", _STR, False),
+    ("sourceCodeStart", "source_code_start", _INT, False),
+    ("sourceCodeEnd", "source_code_end", _INT, False),
+    ("githubUrl", "github_url", _STR, False),
+    ("documentation", "documentation", _STR, True),
+    ("triggerScenarios", "trigger_scenarios", _STR, False),
+    ("commonSituations", "common_situations", _STR, False),
+    ("solutions", "solutions", _LIST, True),
+    ("exampleFix", "example_fix", _STR, False),
+    ("handlingStrategy", "handling_strategy", _STR, False),
+    ("validationCode", "validation_code", _STR, False),
+    ("typeGuard", "type_guard", _STR, False),
+    ("tryCatchPattern", "try_catch_pattern", _STR, False),
+    ("preventionTips", "prevention_tips", _LIST, False),
+    ("tags", "tags", _LIST, False),
+    ("backgroundTag", "background_tag", _STR, False),
+    ("analyzedSha", "analyzed_sha", _STR, False),
+    ("analyzedAt", "analyzed_at", _STR, False),
+    ("schemaVersion", "schema_version", _INT, False),
+)
+_LIST_FIELDS = {"solutions", "preventionTips", "tags"}
+_ID_RE = re.compile(r"^[0-9a-f]{16}$")
+
+
+@dataclass(frozen=True)
+class Record:
+    """One error raised in a public library, with what it means and how to fix it."""
+
+    id: str
+    repo: str
+    slug: str
+    error_message: str
+    message_pattern: str
+    error_type: str
+    error_class: str
+    file_path: str
+    line_number: int
+    documentation: str
+    solutions: tuple[str, ...]
+    error_code: str | None = None
+    http_status: int | None = None
+    severity: str | None = None
+    source_code: str | None = None
+    source_code_start: int | None = None
+    source_code_end: int | None = None
+    github_url: str | None = None
+    trigger_scenarios: str | None = None
+    common_situations: str | None = None
+    example_fix: str | None = None
+    handling_strategy: str | None = None
+    validation_code: str | None = None
+    type_guard: str | None = None
+    try_catch_pattern: str | None = None
+    prevention_tips: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    background_tag: str | None = None
+    analyzed_sha: str | None = None
+    analyzed_at: str | None = None
+    schema_version: int | None = None
+    dataset_version: str | None = None
+    # Where the record was read from, for error messages; not part of the content.
+    source: str = field(default="", compare=False)
+
+    @property
+    def library(self) -> str:
+        """The repository's name (``huggingface/smolagents`` -> ``smolagents``)."""
+        return self.repo.rsplit("/", 1)[-1]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record in the seed schema's JSON names."""
+        out: dict[str, Any] = {}
+        for json_name, attr, _types, _required in SCHEMA:
+            value = getattr(self, attr)
+            out[json_name] = list(value) if json_name in _LIST_FIELDS else value
+        return out
+
+    def to_json_line(self) -> str:
+        """The record as one knowledge-base line, ``{"record": ..., "datasetVersion": ...}``."""
+        return json.dumps({"record": self.to_dict(), "datasetVersion": self.dataset_version}, ensure_ascii=False)
+
+    @property
+    def content_hash(self) -> str:
+        """A hash of everything the record says: equal hashes mean nothing needs re-embedding."""
+        canonical = json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
+
+
+def record_from_dict(data: dict[str, Any], *, source: str = "", dataset_version: str | None = None) -> Record:
+    """Validate one record object and build a :class:`Record`.
+
+    Raises ``ValueError`` whose message starts with the offending field's name.
+    """
+    if not isinstance(data, dict):
+        raise ValueError(f"record: expected an object, got {type(data).__name__}")
+    values: dict[str, Any] = {}
+    for json_name, attr, types, required in SCHEMA:
+        value = data.get(json_name)
+        if value is None:
+            if required:
+                raise ValueError(f"{json_name}: required field is missing or null")
+            if json_name in _LIST_FIELDS:
+                values[attr] = ()
+            continue
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise ValueError(f"{json_name}: expected {'/'.join(t.__name__ for t in types)}, got {type(value).__name__}")
+        if json_name in _LIST_FIELDS:
+            if not all(isinstance(item, str) for item in value):
+                raise ValueError(f"{json_name}: every item must be a string")
+            value = tuple(value)
+        values[attr] = value
+    if not _ID_RE.match(values["id"]):
+        raise ValueError(f"id: expected 16 lowercase hex characters, got {values['id']!r}")
+    if not values["error_message"].strip():
+        raise ValueError("errorMessage: must not be empty")
+    try:
+        re.compile(values["message_pattern"])
+    except re.error as exc:
+        raise ValueError(f"messagePattern: does not compile as a Python regex ({exc})") from None
+    return Record(**values, dataset_version=dataset_version, source=source)
+
+
+@dataclass
+class LoadReport:
+    """What loading found besides the records: problems that were skipped."""
+
+    files: list[Path] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def skipped(self) -> int:
+        return len(self.problems)
+
+
+def kb_files(paths: Iterable[Path | str]) -> list[Path]:
+    """Every ``*.jsonl`` file named by ``paths`` (files, or folders searched recursively), sorted."""
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*.jsonl") if p.is_file()))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise KnowledgeBaseError(f"knowledge base {path} does not exist (give a folder of *.jsonl files)")
+    if not files:
+        names = ", ".join(str(p) for p in paths)
+        raise KnowledgeBaseError(f"no *.jsonl record files found in {names}")
+    return files
+
+
+def load_records(
+    paths: Sequence[Path | str] | Path | str, *, strict: bool = False, report: LoadReport | None = None
+) -> list[Record]:
+    """Load and validate every record under ``paths``.
+
+    A malformed line is an error naming file, line and field. By default it is skipped with a warning
+    that counts what was skipped; with ``strict=True`` the first one raises :class:`KnowledgeBaseError`.
+    Later files override nothing: a duplicate id is a problem like any other.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    report = report if report is not None else LoadReport()
+    records: list[Record] = []
+    seen: dict[str, str] = {}
+    for path in kb_files(paths):
+        report.files.append(path)
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            _problem(report, strict, f"{path}: cannot read file: {exc}")
+            continue
+        for lineno, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                record = _parse_line(line, where)
+            except ValueError as exc:
+                _problem(report, strict, f"{where}: {exc}")
+                continue
+            if record.id in seen:
+                _problem(report, strict, f"{where}: id: duplicate id {record.id} (first at {seen[record.id]})")
+                continue
+            seen[record.id] = where
+            records.append(record)
+    if report.problems:
+        logger.warning("skipped %d malformed record line(s); first: %s", report.skipped, report.problems[0])
+    if not records:
+        raise KnowledgeBaseError(
+            "the knowledge base holds no valid records"
+            + (f" ({report.skipped} malformed; first: {report.problems[0]})" if report.problems else "")
+        )
+    return records
+
+
+def _parse_line(line: str, where: str) -> Record:
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    dataset_version = data.get("datasetVersion")
+    inner = data.get("record", data) if "record" in data else data
+    if not isinstance(dataset_version, (str, type(None))):
+        raise ValueError("datasetVersion: expected str")
+    return record_from_dict(inner, source=where, dataset_version=dataset_version)
+
+
+def _problem(report: LoadReport, strict: bool, message: str) -> None:
+    if strict:
+        raise KnowledgeBaseError(message)
+    report.problems.append(message)
+    logger.warning("%s", message)

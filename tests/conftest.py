@@ -1,0 +1,52 @@
+"""Shared fixtures: the real bundled records, the real MiniLM model, real FAISS files in temp folders."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from assistant import Assistant, Settings
+from assistant.embed import Embedder
+from assistant.settings import BUNDLED_KB_DIR
+
+SHARED_KB = Path(__file__).resolve().parents[2] / "shared" / "kb"
+DEV_SET = SHARED_KB / "eval" / "dev.jsonl"
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """The bundled MiniLM, loaded once for the whole run."""
+    return Embedder()
+
+
+@pytest.fixture(scope="session")
+def bundled_index_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("bundled-index")
+
+
+@pytest.fixture(scope="session")
+def assistant(embedder, bundled_index_dir) -> Assistant:
+    """An Assistant over the bundled knowledge base, its index built once into a temp folder."""
+    settings = Settings.load(env={}, index_dir=bundled_index_dir)
+    return Assistant(settings, embedder=embedder)
+
+
+@pytest.fixture
+def small_kb(tmp_path) -> Path:
+    """A private copy of two bundled record files (~60 records), safe to edit."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    for name in ("huggingface__smolagents.jsonl", "ollama__ollama-python.jsonl"):
+        shutil.copy(BUNDLED_KB_DIR / name, kb / name)
+    return kb
+
+
+def read_lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def write_lines(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
