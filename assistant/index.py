@@ -2,10 +2,11 @@
 
 Files under the index folder:
 
-- ``manifest.json``: format, embedder id, dimension, count, each record's id and content hash (in row
-  order), index type, creation time, library versions, and the size and checksum of the files below.
-- ``embeddings.npy``: one normalized float32 row per record: the embedding cache, keyed by content hash
-  through the manifest, so a rebuild embeds only new or changed records.
+- ``manifest.json``: format, embedder id, dimension, count, each record's id, content hash and hash of
+  its embedded text (in row order), index type, creation time, library versions, and the size and
+  checksum of the files below.
+- ``embeddings.npy``: one normalized float32 row per record: the embedding cache, keyed by the hash of
+  the embedded text through the manifest, so a rebuild embeds only new or changed records.
 - ``vectors.faiss``: the FAISS index over those rows.
 
 Every file is written to a temporary name and renamed into place, manifest last, so a crash leaves
@@ -31,7 +32,7 @@ from typing import Any
 import faiss
 import numpy as np
 
-from .embed import Embedder
+from .embed import Embedder, record_text
 from .errors import IndexBuildError
 from .records import Record
 
@@ -40,7 +41,7 @@ logger = logging.getLogger(__name__)
 MANIFEST_NAME = "manifest.json"
 VECTORS_NAME = "vectors.faiss"
 EMBEDDINGS_NAME = "embeddings.npy"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _CHECKSUM_LIMIT = 256 * 1024 * 1024  # larger files are checked by size only
 
 
@@ -97,10 +98,15 @@ def open_index(
     started = time.perf_counter()
     index_dir = Path(index_dir)
     hashes = [r.content_hash for r in records]
+    text_hashes = [embedding_key(r) for r in records]
     ids = [r.id for r in records]
     with _build_lock(index_dir):
         manifest, reason = (None, "forced rebuild") if force else _read_manifest(index_dir, embedder)
-        if manifest is not None and manifest["hashes"] == hashes and manifest["ids"] == ids:
+        if manifest is not None and (manifest["ids"], manifest["hashes"], manifest["text_hashes"]) == (
+            ids,
+            hashes,
+            text_hashes,
+        ):
             loaded = _load_faiss(index_dir, manifest)
             if loaded is not None:
                 report = BuildReport(len(ids), 0, len(ids), time.perf_counter() - started, False, "up to date")
@@ -111,22 +117,29 @@ def open_index(
             reason = "records changed"
 
         cache = {} if force or manifest is None else _load_embedding_cache(index_dir, manifest)
-        missing = [i for i, h in enumerate(hashes) if h not in cache]
+        missing = [i for i, h in enumerate(text_hashes) if h not in cache]
         new_vectors = (
             embedder.encode_records([records[i] for i in missing], show_progress=show_progress) if missing else None
         )
         dimension = new_vectors.shape[1] if new_vectors is not None else len(next(iter(cache.values())))
         vectors = np.zeros((len(records), dimension), dtype=np.float32)
         fresh = dict(zip(missing, new_vectors if new_vectors is not None else [], strict=True))
-        for row, content_hash in enumerate(hashes):
-            vectors[row] = fresh[row] if row in fresh else cache[content_hash]
+        for row, text_hash in enumerate(text_hashes):
+            vectors[row] = fresh[row] if row in fresh else cache[text_hash]
         faiss_index = make_faiss_index(vectors)
-        manifest = _save(index_dir, faiss_index, vectors, ids, hashes, embedder)
+        manifest = _save(index_dir, faiss_index, vectors, ids, hashes, text_hashes, embedder)
         report = BuildReport(
             len(ids), len(missing), len(ids) - len(missing), time.perf_counter() - started, True, reason
         )
         logger.info("%s", report.summary())
         return VectorIndex(faiss_index, ids, manifest), report
+
+
+def embedding_key(record: Record) -> str:
+    """The embedding cache key: the hash of the text that is embedded, so a change to a field that is
+    not embedded (solutions, say) reuses the vector, and a change to how records are turned into text
+    re-embeds them."""
+    return hashlib.sha256(record_text(record).encode("utf-8")).hexdigest()[:32]
 
 
 def make_faiss_index(vectors: np.ndarray) -> faiss.Index:
@@ -147,6 +160,7 @@ def _read_manifest(index_dir: Path, embedder: Embedder) -> tuple[dict[str, Any] 
             return None, f"index format {manifest.get('format')} is not {FORMAT_VERSION}"
         manifest["ids"] = [entry["id"] for entry in manifest["records"]]
         manifest["hashes"] = [entry["hash"] for entry in manifest["records"]]
+        manifest["text_hashes"] = [entry["text_hash"] for entry in manifest["records"]]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         logger.warning("index manifest %s is unreadable (%s); rebuilding the index", path, exc)
         return None, "manifest unreadable"
@@ -185,9 +199,9 @@ def _load_embedding_cache(index_dir: Path, manifest: dict[str, Any]) -> dict[str
     except (OSError, ValueError) as exc:
         logger.warning("cannot read embedding cache %s (%s); re-embedding every record", path, exc)
         return {}
-    if matrix.ndim != 2 or len(matrix) != len(manifest["hashes"]):
+    if matrix.ndim != 2 or len(matrix) != len(manifest["text_hashes"]):
         return {}
-    return dict(zip(manifest["hashes"], matrix, strict=True))
+    return dict(zip(manifest["text_hashes"], matrix, strict=True))
 
 
 def _save(
@@ -196,6 +210,7 @@ def _save(
     vectors: np.ndarray,
     ids: Sequence[str],
     hashes: Sequence[str],
+    text_hashes: Sequence[str],
     embedder: Embedder,
 ) -> dict[str, Any]:
     try:
@@ -217,7 +232,7 @@ def _save(
             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "versions": _versions(),
             "files": files,
-            "records": [{"id": i, "hash": h} for i, h in zip(ids, hashes, strict=True)],
+            "records": [{"id": i, "hash": h, "text_hash": t} for i, h, t in zip(ids, hashes, text_hashes, strict=True)],
         }
         with _atomic_path(index_dir / MANIFEST_NAME) as tmp:
             tmp.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
@@ -225,6 +240,7 @@ def _save(
         raise IndexBuildError(f"cannot write the index to {index_dir}: {exc}") from exc
     manifest["ids"] = list(ids)
     manifest["hashes"] = list(hashes)
+    manifest["text_hashes"] = list(text_hashes)
     return manifest
 
 

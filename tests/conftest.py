@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,8 +25,13 @@ def embedder() -> Embedder:
 
 
 @pytest.fixture(scope="session")
-def bundled_index_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("bundled-index")
+def bundled_index_dir() -> Path:
+    """A real index of the bundled records, kept between runs in the temp folder.
+
+    The first run builds it (about 20 s); later runs find it up to date, or update it when records or
+    the embedded text changed. Tests of building itself use fresh folders of their own.
+    """
+    return Path(tempfile.gettempdir()) / f"errata-test-bundled-index-{os.getuid()}"
 
 
 @pytest.fixture(scope="session")

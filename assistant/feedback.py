@@ -1,0 +1,119 @@
+"""Feedback on answers (helpful or not, with a comment), kept in a local SQLite file.
+
+The web chat and the Slack bot write to the same store; ``errata feedback export`` turns it into
+eval-style JSONL so that real questions become test queries.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .errors import ErrataError
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS feedback (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at TEXT NOT NULL,
+    source TEXT NOT NULL,
+    query TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    record_ids TEXT NOT NULL,
+    helpful INTEGER NOT NULL,
+    comment TEXT NOT NULL DEFAULT '',
+    context TEXT NOT NULL DEFAULT ''
+)
+"""
+
+
+@dataclass(frozen=True)
+class Feedback:
+    id: int
+    created_at: str
+    source: str
+    query: str
+    answer: str
+    record_ids: list[str]
+    helpful: bool
+    comment: str
+    context: str
+
+
+class FeedbackStore:
+    """A SQLite file of feedback rows; safe to share between threads of one process and between processes."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._connect() as conn:
+                conn.execute(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise ErrataError(f"cannot open the feedback store {self.path}: {exc}") from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, timeout=10)
+
+    def add(
+        self,
+        *,
+        query: str,
+        answer: str,
+        record_ids: Sequence[str],
+        helpful: bool,
+        comment: str = "",
+        source: str = "web",
+        context: str = "",
+    ) -> int:
+        """Store one piece of feedback; returns its row id. ``context`` is free text (a Slack thread, say)."""
+        created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        with self._lock, self._connect() as conn:
+            cursor = conn.execute(
+                "INSERT INTO feedback (created_at, source, query, answer, record_ids, helpful, comment, context)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (created, source, query, answer, json.dumps(list(record_ids)), int(helpful), comment, context),
+            )
+            return int(cursor.lastrowid)
+
+    def all(self) -> Iterator[Feedback]:
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT id, created_at, source, query, answer, record_ids, helpful, comment, context"
+                " FROM feedback ORDER BY id"
+            ).fetchall()
+        for row in rows:
+            yield Feedback(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]), bool(row[6]), row[7], row[8])
+
+    def export_jsonl(self, out: Path | str) -> int:
+        """Write feedback as eval-style JSONL ``{"id", "query", "style", "relevant", ...}``; returns the count.
+
+        A helpful answer's top cited record becomes ``relevant``; an unhelpful one is exported with an
+        empty ``relevant`` and ``"needs_label": true`` so a person can label it.
+        """
+        from .query import parse_query
+
+        count = 0
+        out = Path(out)
+        with out.open("w", encoding="utf-8") as handle:
+            for item in self.all():
+                row = {
+                    "id": f"feedback-{item.id}",
+                    "query": item.query,
+                    "style": parse_query(item.query).kind,
+                    "relevant": item.record_ids[:1] if item.helpful else [],
+                    "helpful": item.helpful,
+                    "comment": item.comment,
+                    "source": item.source,
+                    "created_at": item.created_at,
+                }
+                if not item.helpful:
+                    row["needs_label"] = True
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+                count += 1
+        return count
