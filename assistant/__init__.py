@@ -10,6 +10,7 @@ from .errors import (
     KnowledgeBaseError,
     LLMError,
 )
+from .ingest import IngestReport, ingest_to_file
 from .query import Frame, Query, parse_query
 from .records import Record, load_records
 from .retrieve import Hit
@@ -25,12 +26,14 @@ __all__ = [
     "Frame",
     "Hit",
     "IndexBuildError",
+    "IngestReport",
     "KnowledgeBaseError",
     "LLMError",
     "Query",
     "Record",
     "Settings",
     "ask",
+    "ingest_to_file",
     "load_records",
     "parse_query",
     "search",

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from .answer import Answer
-from .draft import offline_answer
+from .draft import stream_answer
 from .embed import Embedder
 from .index import BuildReport, VectorIndex, open_index
+from .llm import ChatModel
 from .query import Query, parse_query
 from .records import LoadReport, Record, load_records
 from .retrieve import Hit, Retrieval, Retriever
@@ -49,7 +50,11 @@ class Assistant:
         self.vector_index: VectorIndex
         self.build_report: BuildReport
         self.vector_index, self.build_report = open_index(
-            self.records, self.embedder, self.settings.index_dir, show_progress=show_progress
+            self.records,
+            self.embedder,
+            self.settings.index_dir,
+            show_progress=show_progress,
+            store=self.settings.store,
         )
         self.retriever = Retriever(
             self.records,
@@ -70,15 +75,21 @@ class Assistant:
         return self.retrieve(text, k)[1].hits
 
     def ask(self, text: str | bytes, k: int | None = None) -> Answer:
-        """An answer to what was pasted, citing the records it comes from."""
-        query, retrieval = self.retrieve(text, k)
-        return offline_answer(query, retrieval)
+        """An answer to what was pasted, citing the records it comes from.
+
+        Drafted by the configured LLM (``settings.model``), else composed offline from the records.
+        """
+        *_pieces, answer = self.ask_stream(text, k)
+        return answer
 
     def ask_stream(self, text: str | bytes, k: int | None = None) -> Iterator[str | Answer]:
-        """Text chunks as they are drafted, then the final :class:`Answer`."""
-        answer = self.ask(text, k)
-        yield answer.text
-        yield answer
+        """Text chunks as they are drafted, then the final :class:`Answer`.
+
+        The chunks join up to ``Answer.text``. An unreachable LLM gives the offline answer with one
+        line saying why, never an exception.
+        """
+        query, retrieval = self.retrieve(text, k)
+        yield from stream_answer(query, retrieval, ChatModel.from_settings(self.settings))
 
 
 _default: Assistant | None = None

@@ -47,11 +47,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("text", help="what to ask; '-' reads standard input")
     p.add_argument("--top-k", dest="top_k", type=int, help="how many records to retrieve (default 5)")
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
+    p.add_argument("--model", help="litellm model that drafts the answer, e.g. gpt-4o-mini (default: offline)")
+    p.add_argument("--api-base", dest="api_base", help="API base URL for the model (e.g. a local server)")
     _add_common(p)
 
     p = sub.add_parser("build", help="build or update the vector index")
     p.add_argument("--force", action="store_true", help="re-embed every record")
     p.add_argument("--json", action="store_true", help="print the build report as JSON")
+    _add_common(p)
+
+    p = sub.add_parser("eval", help="measure retrieval on a query set (Hit@k, MRR, abstention, latency)")
+    p.add_argument("file", type=Path, help="JSONL of {id, query, style, relevant}, e.g. ../shared/kb/eval/dev.jsonl")
+    p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     _add_common(p)
 
     p = sub.add_parser(
@@ -60,6 +67,42 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("source", nargs="?", type=Path, help="folder of *.jsonl records")
     p.add_argument("-v", "--verbose", action="store_true")
+
+    p = sub.add_parser("ingest", help="make records from a Python package's source (raises, warnings, logs)")
+    p.add_argument("path", nargs="?", type=Path, help="folder or file of Python source (or use --package)")
+    p.add_argument("--package", help="an installed package to read instead of PATH, e.g. slack_bolt")
+    p.add_argument("--repo", help="OWNER/NAME the records name (default: from the package's metadata)")
+    p.add_argument("--sha", help="commit of the source, for githubUrl links")
+    p.add_argument("--enrich", action="store_true", help="have the configured LLM write documentation and fixes")
+    p.add_argument("--model", help="litellm model name for --enrich (default: settings.model)")
+    p.add_argument("--api-base", dest="api_base", help="API base URL for the model")
+    p.add_argument("--batch-size", dest="batch_size", type=int, default=5, help="records per LLM call (default 5)")
+    p.add_argument("-o", "--output", type=Path, required=True, help="the .jsonl file to write (kept enriched records)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("-v", "--verbose", action="store_true")
+
+    p = sub.add_parser("serve", help="serve the web chat (the same as python app.py)")
+    p.add_argument("--host", help="interface to listen on (default 127.0.0.1; env ERRATA_HOST)")
+    p.add_argument("--port", type=int, help="port to listen on (default 7860; env ERRATA_PORT)")
+    p.add_argument("--model", help="litellm model name for drafting (default: offline answers)")
+    p.add_argument("--api-base", dest="api_base", help="API base URL for the model")
+    _add_common(p)
+
+    p = sub.add_parser("feedback", help="feedback given in the web chat and Slack")
+    feedback_sub = p.add_subparsers(dest="feedback_command", required=True, metavar="ACTION")
+    e = feedback_sub.add_parser("export", help="write the feedback as eval-style JSONL")
+    e.add_argument("output", type=Path, help="the .jsonl file to write")
+    e.add_argument("--db", type=Path, help="the feedback SQLite file (default: settings.feedback_db)")
+
+    p = sub.add_parser("slack", help="run the Slack bot (Socket Mode with SLACK_APP_TOKEN, else HTTP mode)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--socket", dest="slack_mode", action="store_const", const="socket", help="use Socket Mode")
+    mode.add_argument("--http", dest="slack_mode", action="store_const", const="http", help="serve /slack/events")
+    p.add_argument("--host", help="interface for HTTP mode (default 127.0.0.1; env ERRATA_HOST)")
+    p.add_argument("--port", dest="slack_port", metavar="PORT", type=int, help="default 3000; env ERRATA_SLACK_PORT")
+    p.add_argument("--model", help="litellm model name for drafting (default: offline answers)")
+    p.add_argument("--api-base", dest="api_base", help="API base URL for the model")
+    _add_common(p)
 
     for extend in _EXTENSIONS:
         extend(sub)
@@ -83,10 +126,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
-        format="errata: %(levelname)s: %(message)s",
-    )
+    level = logging.INFO if getattr(args, "verbose", False) else logging.WARNING
+    logging.basicConfig(level=level, format="errata: %(levelname)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(level)  # libraries that set DEBUG on their own loggers stay quiet too
     try:
         settings = settings_from_args(args)
         return COMMANDS[args.command](args, settings)
@@ -103,11 +146,15 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
 
     text = sys.stdin.buffer.read().decode("utf-8", errors="replace") if args.text == "-" else args.text
     assistant = Assistant(settings, show_progress=sys.stderr.isatty())
-    answer = assistant.ask(text)
     if args.json:
-        print(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False))
+        print(json.dumps(assistant.ask(text).to_dict(), indent=2, ensure_ascii=False))
         return 0
-    print(answer.text)
+    for piece in assistant.ask_stream(text):  # text as it is drafted, then the Answer
+        if isinstance(piece, str):
+            print(piece, end="", flush=True)
+        else:
+            answer = piece
+    print()
     if answer.citations:
         print()
         for c in answer.citations:
@@ -125,13 +172,29 @@ def _build(args: argparse.Namespace, settings: Settings) -> int:
     report = LoadReport()
     records = load_records(settings.kb, strict=settings.strict, report=report)
     embedder = Embedder(settings.embedder, batch_size=settings.embed_batch_size)
-    _index, build = open_index(records, embedder, settings.index_dir, show_progress=True, force=args.force)
+    _index, build = open_index(
+        records, embedder, settings.index_dir, show_progress=True, force=args.force, store=settings.store
+    )
     if args.json:
-        print(json.dumps({**build.__dict__, "index_dir": str(settings.index_dir), "skipped_records": report.skipped}))
+        extra = {"skipped_records": report.skipped, "superseded_records": report.superseded}
+        print(json.dumps({**build.__dict__, "index_dir": str(settings.index_dir), **extra}))
     else:
         print(f"{build.summary()} -> {settings.index_dir}")
         if report.skipped:
             print(f"skipped {report.skipped} malformed record line(s); run with --strict to stop on them")
+        if report.superseded:
+            print(f"{report.superseded} ingested record(s) gave way to curated records of the same raise")
+    return 0
+
+
+@command("eval")
+def _eval(args: argparse.Namespace, settings: Settings) -> int:
+    from .api import Assistant
+    from .evaluate import evaluate, load_eval_set
+
+    queries = load_eval_set(args.file)
+    report = evaluate(Assistant(settings, show_progress=sys.stderr.isatty()), queries)
+    print(json.dumps(report.to_dict()) if args.json else report.table())
     return 0
 
 
@@ -141,6 +204,51 @@ def _refresh_kb(args: argparse.Namespace, settings: Settings) -> int:
 
     changes = refresh_bundled_kb(args.source or DEFAULT_SOURCE)
     print(changes.summary())
+    return 0
+
+
+@command("ingest")
+def _ingest(args: argparse.Namespace, settings: Settings) -> int:
+    from .ingest import ingest_to_file
+
+    report = ingest_to_file(
+        args.output,
+        args.path,
+        package=args.package,
+        repo=args.repo,
+        sha=args.sha,
+        enrich=args.enrich,
+        settings=settings,
+        batch_size=args.batch_size,
+        show_progress=sys.stderr.isatty(),
+    )
+    print(json.dumps(report.to_dict()) if args.json else f"{report.summary()} -> {args.output}")
+    return 0
+
+
+@command("serve")
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    from .web import serve
+
+    serve(settings)
+    return 0
+
+
+@command("feedback")
+def _feedback(args: argparse.Namespace, settings: Settings) -> int:
+    from .feedback import FeedbackStore
+
+    store = FeedbackStore(args.db or settings.feedback_db)
+    count = store.export_jsonl(args.output)
+    print(f"wrote {count} feedback row(s) from {store.path} -> {args.output}")
+    return 0
+
+
+@command("slack")
+def _slack(args: argparse.Namespace, settings: Settings) -> int:
+    from .slack import run
+
+    run(settings.replace(slack_port=args.slack_port), mode=args.slack_mode)
     return 0
 
 

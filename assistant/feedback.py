@@ -81,6 +81,22 @@ class FeedbackStore:
             )
             return int(cursor.lastrowid)
 
+    def update(self, row_id: int, *, helpful: bool | None = None, comment: str | None = None) -> bool:
+        """Change a stored vote or its comment (a user flips thumbs or adds a note); False if the row is gone."""
+        changes = {"helpful": None if helpful is None else int(helpful), "comment": comment}
+        changes = {name: value for name, value in changes.items() if value is not None}
+        if not changes:
+            return True
+        assignments = ", ".join(f"{name} = ?" for name in changes)
+        with self._lock, self._connect() as conn:
+            cursor = conn.execute(f"UPDATE feedback SET {assignments} WHERE id = ?", (*changes.values(), row_id))
+            return cursor.rowcount == 1
+
+    def delete(self, row_id: int) -> bool:
+        """Remove one row (a user took their vote back); False if it was not there."""
+        with self._lock, self._connect() as conn:
+            return conn.execute("DELETE FROM feedback WHERE id = ?", (row_id,)).rowcount == 1
+
     def all(self) -> Iterator[Feedback]:
         with self._connect() as conn:
             rows = conn.execute(

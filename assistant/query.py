@@ -1,26 +1,65 @@
-"""Turning pasted text into a Query: the error line, traceback frames and the libraries involved."""
+"""Turning pasted text into a Query: the error line, traceback frames and the libraries involved.
+
+People paste whole tracebacks (chained ones too), bare ``Class: message`` lines, log lines with
+timestamps and levels, ``warnings`` output (``path.py:12: SomeWarning: message``), any of these inside
+markdown or Slack code fences, or ask in prose. The parser finds the one error line that matters (the
+last raised), the frames, and the libraries, without calling any model.
+"""
 
 from __future__ import annotations
 
+import builtins
 import re
 from dataclasses import dataclass, field
 
 # A traceback frame line: File "path", line N, in func
 _FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?\s*$')
-# The final exception line: optional dotted module path, class name, colon, message.
-_EXC_LINE_RE = re.compile(
-    r"^(?P<qual>(?:[A-Za-z_][\w]*\.)*(?P<cls>[A-Za-z_]\w*(?:Error|Exception|Warning|Exit|Interrupt|"
-    r"Iteration|Fault|Failure|Timeout|Denied|Invalid|NotFound|Refused)\w*))(?::\s?(?P<msg>.*))?$"
+# ``pkg.module.Class: message`` (the message is optional for a class that is clearly an exception).
+_EXC_LINE_RE = re.compile(r"^(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Za-z_]\w*))(?::(?:\s(?P<msg>.*))?)?$")
+# The same, found inside prose: "it fails with ValueError: base_url and ...".
+_INLINE_EXC_RE = re.compile(
+    r"(?<![\w.])(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Z]\w*(?:Error|Exception|Warning)))(?::\s(?P<msg>.+))?"
+)
+# ``warnings`` output: ``/path/file.py:22: UserWarning: message``.
+_WARNING_LINE_RE = re.compile(
+    r"^(?P<path>\S.*?):(?P<lineno>\d+): (?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Za-z_]\w*Warning)):(?:\s(?P<msg>.*))?$"
+)
+_EXC_SUFFIXES = (
+    "Error",
+    "Exception",
+    "Warning",
+    "Exit",
+    "Interrupt",
+    "Iteration",
+    "Fault",
+    "Failure",
+    "Timeout",
+    "Denied",
+    "Invalid",
+    "NotFound",
+    "Refused",
+    "Exceeded",
+)
+_BUILTIN_EXCEPTIONS = frozenset(
+    name for name, obj in vars(builtins).items() if isinstance(obj, type) and issubclass(obj, BaseException)
 )
 _SITE_PACKAGES_RE = re.compile(r"(?:site|dist)-packages[/\\](?P<lib>[A-Za-z_][\w\-]*)")
-_LOG_PREFIX_RE = re.compile(
-    r"^\s*(?:\[?\d{4}-\d{2}-\d{2}[T ][\d:.,]+(?:Z|[+-]\d{2}:?\d{2})?\]?\s*)?"
-    r"(?:\[?(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]?:?\s*)"
-    r"(?:\[?[\w.\-]+\]?\s*[:\-]\s*)?",
+_LEVEL_RE = re.compile(r"(?<![\w])(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|EXCEPTION)(?![\w])")
+# What may stand before a log level: a timestamp, brackets, a process id, a logger name and separators.
+_LOG_HEAD_RE = re.compile(r"^[\s\[\]()\d:.,TZ+\-/|]*(?:[\w.\-]+\s*[\]:|\-]+\s*)?[\s\[\]()\d:.,TZ+\-/|]*$")
+# What may follow it: separators, then an optional lower-case logger name (``httpx:``, ``root -``).
+_LOG_SEPARATORS_RE = re.compile(r"^[\s\]:|\-]*")
+_LOGGER_RE = re.compile(
+    r"^(?:[a-z_][\w.]*|[A-Za-z_]\w*(?:\.\w+)+)(?::[\w<>]+)*(?::\d+)?(?:\s*(?:\s-|\s\|)\s+|\s*:\s*)"
+)
+_FENCE_RE = re.compile(r"^\s*```[\w+-]*\s*$|```")
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CHAIN_MARKERS = ("During handling of the above exception", "The above exception was the direct cause")
+_QUESTION_START_RE = re.compile(
+    r"^(how|why|what|when|where|which|who|can|could|does|do|did|is|are|should|would|my|i|i'm|im|we|our|"
+    r"any|anyone|hey|hi|hello|help|trying|getting|using)\b",
     re.IGNORECASE,
 )
-_FENCE_RE = re.compile(r"```[\w+-]*\n?")
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -43,6 +82,10 @@ class Query:
     libraries: tuple[str, ...] = ()
     truncated: bool = False
     notes: tuple[str, ...] = field(default=())
+    # Error lines of the exceptions earlier in a chain ("During handling of the above exception ...").
+    causes: tuple[str, ...] = ()
+    # The log level when the error came from a log line.
+    level: str | None = None
 
     @property
     def error_line(self) -> str | None:
@@ -50,6 +93,16 @@ class Query:
         if self.exception_class is None:
             return self.message
         return f"{self.exception_class}: {self.message}" if self.message else self.exception_class
+
+
+@dataclass(frozen=True)
+class _ErrorLine:
+    index: int
+    qual: str | None
+    cls: str | None
+    message: str | None
+    level: str | None = None
+    path: str | None = None
 
 
 def clean_text(raw: str | bytes, max_chars: int) -> tuple[str, list[str]]:
@@ -72,30 +125,39 @@ def parse_query(raw: str | bytes, *, max_chars: int = 20_000) -> Query:
     text, notes = clean_text(raw, max_chars)
     if not text:
         return Query(text="", kind="empty", notes=tuple(notes))
-    body = _FENCE_RE.sub("", text).replace("```", "")
-    lines = [line.rstrip() for line in body.split("\n")]
+    lines = [_FENCE_RE.sub("", line).rstrip() for line in text.split("\n")]
+    lines = [line[2:] if line.startswith("> ") else line for line in lines]  # Slack / markdown quotes
+    body = "\n".join(lines).strip()
     frames = tuple(
         Frame(m["file"], int(m["line"]), (m["func"] or "").strip() or None)
         for m in (_FRAME_RE.match(line) for line in lines)
         if m
     )
-    libraries = _libraries(frame.file for frame in frames)
-    is_traceback = bool(frames) or any(line.startswith("Traceback (most recent call last)") for line in lines)
+    is_traceback = bool(frames) or any(line.strip().startswith("Traceback (most recent call last)") for line in lines)
+    found = _error_lines(lines)
+    last = found[-1] if found else None
+    causes = tuple(_render(e) for e in found[:-1] if e.cls) if is_traceback else ()
 
-    qual, cls, message, log_level = _last_exception_line(lines)
     if is_traceback:
         kind = "traceback"
-    elif log_level:
+    elif last is not None and (last.level or last.path):
         kind = "log"
-    elif cls is not None or _looks_like_message(body):
+    elif last is not None and last.cls:
+        kind = "message" if not _is_prose(lines, last) else "question"
+    elif _looks_like_message(body):
         kind = "message"
     else:
         kind = "question"
+
+    qual, cls, message, level = (last.qual, last.cls, last.message, last.level) if last else (None, None, None, None)
     if kind == "question":
-        qual = cls = None
-        message = None
+        qual, cls, message = _inline_error(body)
+    elif kind == "message" and last is None:
+        message = body
+    paths = [f.file for f in frames] + [e.path for e in found if e.path]
+    libraries = _libraries(paths, qual)
     return Query(
-        text=body.strip(),
+        text=body,
         kind=kind,
         exception_class=cls,
         exception_qualname=qual,
@@ -104,43 +166,117 @@ def parse_query(raw: str | bytes, *, max_chars: int = 20_000) -> Query:
         libraries=libraries,
         notes=tuple(notes),
         truncated=any("longer than" in n for n in notes),
+        causes=causes,
+        level=level,
     )
 
 
-def _libraries(files) -> tuple[str, ...]:
+def _render(error: _ErrorLine) -> str:
+    return f"{error.cls}: {error.message}" if error.cls and error.message else (error.cls or error.message or "")
+
+
+def _is_exception_class(qual: str, cls: str, has_message: bool) -> bool:
+    """Whether ``qual`` names an exception class rather than a prose word before a colon."""
+    if cls in _BUILTIN_EXCEPTIONS or cls.endswith(_EXC_SUFFIXES):
+        return True
+    # ``pydantic_ai.exceptions.UnexpectedModelBehavior: ...``: a dotted path to a capitalised name.
+    return has_message and "." in qual and cls[:1].isupper() and not qual.startswith(("http.", "https."))
+
+
+def _error_lines(lines: list[str]) -> list[_ErrorLine]:
+    """Every exception, warning or log error line, in order, each with its continuation lines."""
+    found: list[_ErrorLine] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        error = _match_error_line(i, line)
+        if error is None:
+            i += 1
+            continue
+        j = i + 1
+        extra: list[str] = []
+        if error.cls and (not error.path or not error.message):  # messages may run over several lines
+            while j < len(lines):
+                nxt = lines[j].strip()
+                if (
+                    not nxt
+                    or _FRAME_RE.match(lines[j])
+                    or nxt.startswith(("Traceback (most recent", *_CHAIN_MARKERS))
+                    or _match_error_line(j, nxt) is not None
+                ):
+                    break
+                extra.append(nxt)
+                j += 1
+        if extra:
+            message = "\n".join([error.message or "", *extra]).strip()
+            error = _ErrorLine(error.index, error.qual, error.cls, message or None, error.level, error.path)
+        found.append(error)
+        i = j
+    return found
+
+
+def _match_error_line(index: int, line: str) -> _ErrorLine | None:
+    if not line or _FRAME_RE.match(line):
+        return None
+    m = _WARNING_LINE_RE.match(line)
+    if m:
+        return _ErrorLine(index, m["qual"], m["cls"], (m["msg"] or "").strip() or None, None, m["path"])
+    level = None
+    stripped = line
+    lm = _LEVEL_RE.search(line[:80])
+    if lm and _LOG_HEAD_RE.match(line[: lm.start()]):
+        level = "WARNING" if lm["level"] == "WARN" else lm["level"]
+        rest = line[lm.end() :]
+        stripped = rest[_LOG_SEPARATORS_RE.match(rest).end() :].strip()
+        m = _EXC_LINE_RE.match(stripped)
+        if not (m and _is_exception_class(m["qual"], m["cls"], m["msg"] is not None)):
+            logger = _LOGGER_RE.match(stripped)
+            stripped = stripped[logger.end() :].strip() if logger else stripped
+    m = _EXC_LINE_RE.match(stripped)
+    if m and _is_exception_class(m["qual"], m["cls"], m["msg"] is not None):
+        return _ErrorLine(index, m["qual"], m["cls"], (m["msg"] or "").strip() or None, level)
+    if level and stripped:
+        return _ErrorLine(index, None, None, stripped, level)
+    return None
+
+
+def _inline_error(text: str) -> tuple[str | None, str | None, str | None]:
+    """An error quoted inside prose: its qualified name, class and the rest of its line."""
+    last = None
+    for m in _INLINE_EXC_RE.finditer(text):
+        last = m
+    if last is None:
+        return None, None, None
+    message = (last["msg"] or "").split("\n")[0].strip() or None
+    return last["qual"], last["cls"], message
+
+
+def _libraries(paths, qualname: str | None) -> tuple[str, ...]:
+    """Top-level packages seen in site-packages paths, then the module of the exception class."""
     seen: list[str] = []
-    for file in files:
-        m = _SITE_PACKAGES_RE.search(file)
+    for path in paths:
+        m = _SITE_PACKAGES_RE.search(path)
         if m:
-            lib = m["lib"].split("-")[0].lower()
+            lib = normalize_library(m["lib"].split("-")[0])
             if lib not in seen:
                 seen.append(lib)
+    if qualname and "." in qualname:
+        root = normalize_library(qualname.split(".")[0])
+        if root not in seen and root not in {"builtins", "exceptions", "__main__"}:
+            seen.append(root)
     return tuple(seen)
 
 
-def _last_exception_line(lines: list[str]) -> tuple[str | None, str | None, str | None, str | None]:
-    """The last ``pkg.Class: message`` line (with its continuation lines), and a log level if any."""
-    level = None
-    for i in range(len(lines) - 1, -1, -1):
-        line = lines[i].strip()
-        if not line:
-            continue
-        prefix = _LOG_PREFIX_RE.match(line)
-        stripped = line[prefix.end() :] if prefix and prefix.end() else line
-        if prefix and prefix["level"]:
-            level = level or prefix["level"].upper()
-        m = _EXC_LINE_RE.match(stripped)
-        if m and not _FRAME_RE.match(lines[i]):
-            message = (m["msg"] or "").strip()
-            tail = [t.strip() for t in lines[i + 1 :] if t.strip() and not _FRAME_RE.match(t)]
-            if tail and not any(t.startswith(("During handling", "The above exception")) for t in tail):
-                message = " ".join([message, *tail]).strip()
-            return m["qual"], m["cls"], message or None, level
-    if level:
-        last = next(line for line in reversed(lines) if line.strip())
-        prefix = _LOG_PREFIX_RE.match(last.strip())
-        return None, None, last.strip()[prefix.end() if prefix else 0 :].strip() or None, level
-    return None, None, None, None
+def normalize_library(name: str) -> str:
+    """``Sentence-Transformers`` and ``sentence_transformers`` name the same library."""
+    return name.strip().lower().replace("-", "_")
+
+
+def _is_prose(lines: list[str], error: _ErrorLine) -> bool:
+    """An error line that is only part of what people wrote around it, ending in a question."""
+    other = [line for i, line in enumerate(lines) if line.strip() and i != error.index]
+    words = sum(len(line.split()) for line in other)
+    return words > 12 and "?" in "\n".join(other)
 
 
 def _looks_like_message(text: str) -> bool:
@@ -150,5 +286,6 @@ def _looks_like_message(text: str) -> bool:
         "\n" not in stripped
         and not stripped.endswith("?")
         and len(stripped) < 400
-        and not re.match(r"^(how|why|what|when|where|which|can|does|do|is|my|i|we|our)\b", stripped, re.IGNORECASE)
+        and not _QUESTION_START_RE.match(stripped)
+        and len(stripped.split()) < 40
     )

@@ -58,6 +58,8 @@ SCHEMA: tuple[tuple[str, str, tuple[type, ...], bool], ...] = (
 )
 _LIST_FIELDS = {"solutions", "preventionTips", "tags"}
 _ID_RE = re.compile(r"^[0-9a-f]{16}$")
+# Tag that `errata ingest` puts on the records it writes: they give way to curated records.
+INGESTED_TAG = "ingested"
 
 
 @dataclass(frozen=True)
@@ -163,6 +165,8 @@ class LoadReport:
 
     files: list[Path] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # Ingested records dropped because a curated record (or an earlier one) describes the same raise.
+    superseded: int = 0
 
     @property
     def skipped(self) -> int:
@@ -193,7 +197,8 @@ def load_records(
 
     A malformed line is an error naming file, line and field. By default it is skipped with a warning
     that counts what was skipped; with ``strict=True`` the first one raises :class:`KnowledgeBaseError`.
-    Later files override nothing: a duplicate id is a problem like any other.
+    Later files override nothing: a duplicate id is a problem like any other. Ingested records that
+    describe a raise a curated record also describes give way to it (see :func:`prefer_curated`).
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
@@ -228,7 +233,34 @@ def load_records(
             "the knowledge base holds no valid records"
             + (f" ({report.skipped} malformed; first: {report.problems[0]})" if report.problems else "")
         )
-    return records
+    return prefer_curated(records, report)
+
+
+def prefer_curated(records: Sequence[Record], report: LoadReport | None = None) -> list[Record]:
+    """Drop ingested records for a raise (repo, file, line) that a curated or earlier record already covers.
+
+    A record is ingested when ``errata ingest`` tagged it so; every other record is curated and always kept.
+    Order is kept, so ranking ties stay stable.
+    """
+
+    def key(record: Record) -> tuple[str, str, int]:
+        return record.repo, record.file_path.removeprefix("src/"), record.line_number
+
+    if not any(INGESTED_TAG in r.tags for r in records):
+        return list(records)  # the common case, kept cheap for very large knowledge bases
+    curated = {key(r) for r in records if INGESTED_TAG not in r.tags}
+    kept: list[Record] = []
+    seen: set[tuple[str, str, int]] = set()
+    for record in records:
+        if INGESTED_TAG in record.tags and (key(record) in curated or key(record) in seen):
+            if report is not None:
+                report.superseded += 1
+            continue
+        seen.add(key(record))
+        kept.append(record)
+    if len(kept) < len(records):
+        logger.info("%d ingested record(s) gave way to curated records of the same raise", len(records) - len(kept))
+    return kept
 
 
 def _parse_line(line: str, where: str) -> Record:

@@ -1,20 +1,98 @@
-"""The Retriever: finds the records nearest to a Query and says how confident it is."""
+"""The Retriever: finds the records that answer a Query and says how confident it is.
+
+Five signals are computed for every record:
+
+- ``pattern``: the record's ``messagePattern`` matches the pasted error message (or, weaker, anywhere in
+  the paste), scored by how many literal characters the pattern pins down (a specific pattern beats a
+  generic one that also matches);
+- ``class``: the exception class is the record's ``errorClass`` (rarer classes count more), and the file
+  that raised it (a traceback frame) is the record's file;
+- ``library``: the record's library appears in the traceback's site-packages frames, the exception's
+  module path, or by name in the text;
+- ``lexical``: BM25 over the record's class and message, and over all its prose fields;
+- ``dense``: cosine similarity of the query to the record's vector in the index.
+
+They are fused by a linear score whose weights were learned (a softmax over the records of each dev
+query, one weight set for pasted errors and one for prose questions; ``benchmarks/fit_retrieval.py``
+refits them and reports cross-validated figures). The confidence is a logistic model over the top hit's
+score, its margin over the next one and which signals found it; below ``confidence_threshold`` errata
+abstains and shows the nearest records as possibly related.
+"""
 
 from __future__ import annotations
 
+import logging
+import math
 import re
+import time
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import bm25s
 import numpy as np
+import regex
 
-from .embed import Embedder, record_text
+from .embed import Embedder
 from .index import VectorIndex
-from .query import Query
+from .query import Query, normalize_library
 from .records import Record
 
-RRF_K = 60
+logger = logging.getLogger(__name__)
+
+# A record's pattern gets this long to search one message; a pattern that runs out of time is dropped.
+PATTERN_TIMEOUT_S = 0.05
+# Only this much of the message, and of the whole paste, is searched by patterns (bounds the worst case).
+PATTERN_MESSAGE_CHARS = 2_000
+PATTERN_TEXT_CHARS = 4_000
+# Records beyond this many nearest by cosine get the lowest cosine seen (bounds the cost of large indexes).
+DENSE_DEPTH = 1_000
+
+FEATURES = (
+    "pattern_message",  # the pattern matches the extracted message
+    "pattern_specificity",  # literal characters the pattern pins, over the message length
+    "pattern_text",  # the pattern matches somewhere in the paste (but not the message)
+    "class_equal",  # same exception class
+    "class_rarity",  # same class, weighted by how rare the class is in the knowledge base
+    "raising_file",  # a traceback frame is in the file the record raises from
+    "library_seen",  # the record's library is in the frames or the exception's module path
+    "library_named",  # the record's library is named in the text
+    "library_other",  # the query names a library of the knowledge base, but not this record's
+    "lexical_message",  # BM25 over class and message, divided by the best record's
+    "lexical_all",  # BM25 over all text fields, divided by the best record's
+    "lexical_rank",  # 1 / (1 + rank) by BM25 over all fields
+    "lexical_strength",  # log(1 + BM25 over all fields): how much text the query shares at all
+    "dense",  # cosine similarity
+    "dense_gap",  # cosine minus the best record's cosine
+    "dense_rank",  # 1 / (1 + rank) by cosine
+    "coverage",  # share of the query's distinct words found in the record's text
+    "unknown_words",  # share of the query's distinct words no record contains (the same for every record)
+)
+
+# Learned by benchmarks/fit_retrieval.py on the dev set (see its report for cross-validated figures).
+WEIGHTS: dict[str, dict[str, float]] = {
+    "error": dict.fromkeys(FEATURES, 0.0) | {"pattern_message": 6.0, "pattern_specificity": 4.0, "dense": 2.0},
+    "prose": dict.fromkeys(FEATURES, 0.0) | {"lexical_all": 3.0, "dense": 6.0, "library_named": 1.0},
+}
+CONFIDENCE_FEATURES = (
+    "bias",
+    "top_score",
+    "margin",
+    "top_probability",
+    "pattern",
+    "class",
+    "library",
+    "dense",
+    "lexical",
+    "coverage",
+    "unknown_words",
+)
+CONFIDENCE_WEIGHTS: dict[str, dict[str, float]] = {
+    "error": {"bias": -3.0, "pattern": 6.0},
+    "prose": {"bias": -3.0, "top_probability": 6.0},
+}
+
+_STOP_DIRS = frozenset({"src", "lib", "libs", "python", "packages", "utils", "tests", "test", "internal"})
 
 
 @dataclass(frozen=True)
@@ -35,12 +113,84 @@ class Retrieval:
     confident: bool
 
 
+@dataclass(frozen=True)
+class Scored:
+    """Every record's features and fused score for one query (what ``retrieve`` ranks by)."""
+
+    features: np.ndarray  # (records, len(FEATURES))
+    scores: np.ndarray  # (records,)
+    model: str  # "error" or "prose"
+
+
 def _tokenize(texts: Sequence[str]):
     return bm25s.tokenize(list(texts), stopwords="en", show_progress=False)
 
 
+def literal_chars(pattern: str) -> int:
+    """How many characters a regex pins down literally: a rough measure of how specific it is."""
+    count = 0
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        optional = pattern[i + 2 : i + 3] if c == "\\" else pattern[i + 1 : i + 2]
+        if optional in ("?", "*") and c not in "()[]{}|*+?.^$":  # an optional character pins nothing
+            i += 3 if c == "\\" else 2
+        elif c == "\\" and i + 1 < len(pattern):
+            count += 0 if pattern[i + 1].isalnum() else 1
+            i += 2
+        elif c == "[":
+            close = pattern.find("]", i + 2)
+            i = close + 1 if close > 0 else len(pattern)
+        elif c == "{" and re.match(r"\{\d*,?\d*\}", pattern[i:]):
+            i = pattern.find("}", i) + 1
+        elif c == "(" and pattern.startswith("(?", i):
+            m = re.match(r"\(\?(?:P<\w+>|[:=!]|<[=!]|[aiLmsux]+\)?)", pattern[i:])
+            i += m.end() if m else 2
+        elif c in "()|*+?.^$":
+            i += 1
+        else:
+            count += 1
+            i += 1
+    return count
+
+
+def _compile(pattern: str):
+    try:
+        return regex.compile(pattern)
+    except (regex.error, ValueError, OverflowError):
+        logger.warning("skipping the invalid messagePattern %r", pattern)
+        return None
+
+
+def library_names(records: Sequence[Record]) -> dict[str, frozenset[str]]:
+    """For each repo, the package names people see: its import name(s), its repo name, its first tag.
+
+    A name counts when at least half of the repo's records sit under a folder of that name and no other
+    repo uses it, so ``pydantic_ai`` and ``pydantic`` stay apart.
+    """
+    by_repo: dict[str, list[Record]] = defaultdict(list)
+    for r in records:
+        by_repo[r.repo].append(r)
+    folder_counts: dict[str, Counter] = {}
+    for repo, rs in by_repo.items():
+        counts: Counter = Counter()
+        for r in rs:
+            counts.update({normalize_library(p) for p in r.file_path.split("/")[:-1][:4]})
+        folder_counts[repo] = counts
+    owners: Counter = Counter()
+    names: dict[str, set[str]] = {}
+    for repo, rs in by_repo.items():
+        repo_name = normalize_library(repo.split("/")[-1])
+        found = {repo_name, re.sub(r"(_sdk)?_python$", "", repo_name)}
+        found |= {n for n, c in folder_counts[repo].items() if c * 2 >= len(rs) and n not in _STOP_DIRS}
+        found |= {normalize_library(r.tags[0]) for r in rs if r.tags}
+        names[repo] = {n for n in found if n.isidentifier() and len(n) > 2}
+        owners.update(names[repo])
+    return {repo: frozenset(n for n in ns if owners[n] == 1) for repo, ns in names.items()}
+
+
 class Retriever:
-    """Dense (FAISS) and lexical (BM25) search, fused by reciprocal rank."""
+    """Exact, lexical and dense signals over the records, fused by learned weights, with a confidence."""
 
     def __init__(
         self,
@@ -49,47 +199,267 @@ class Retriever:
         vector_index: VectorIndex,
         *,
         confidence_threshold: float = 0.5,
+        weights: dict[str, dict[str, float]] | None = None,
+        confidence_weights: dict[str, dict[str, float]] | None = None,
     ):
         self.records = list(records)
         self.embedder = embedder
         self.vector_index = vector_index
         self.confidence_threshold = confidence_threshold
-        self._by_id = {r.id: r for r in self.records}
-        self._rows = [self._by_id[i] for i in vector_index.record_ids]
-        self._bm25 = bm25s.BM25()
-        self._bm25.index(_tokenize([record_text(r) for r in self.records]), show_progress=False)
+        self.weights = {
+            model: np.array([w.get(f, 0.0) for f in FEATURES]) for model, w in (weights or WEIGHTS).items()
+        }
+        self.confidence_weights = {
+            model: np.array([w.get(f, 0.0) for f in CONFIDENCE_FEATURES])
+            for model, w in (confidence_weights or CONFIDENCE_WEIGHTS).items()
+        }
+        n = len(self.records)
+        position = {r.id: i for i, r in enumerate(self.records)}
+        # FAISS row -> position in self.records (rows of records not loaded are ignored).
+        self._row_to_pos = np.array([position.get(rid, -1) for rid in vector_index.record_ids], dtype=np.int64)
         self._patterns = [_compile(r.message_pattern) for r in self.records]
+        self._literals = np.array([literal_chars(r.message_pattern) for r in self.records], dtype=np.float64)
+        self._classes = np.array([r.error_class for r in self.records], dtype=object)
+        class_counts = Counter(r.error_class for r in self.records)
+        self._class_rarity = {c: math.log((n + 1) / k) / math.log(n + 1) for c, k in class_counts.items()}
+        self._file_tails = [_path_tail(r.file_path) for r in self.records]
+        names = library_names(self.records)
+        self._repo_names = names
+        self._repo_of = np.array([r.repo for r in self.records], dtype=object)
+        self._library_to_repo = {name: repo for repo, ns in names.items() for name in ns}
+        mention_words = sorted(self._library_to_repo, key=len, reverse=True)
+        variants = {v: w for w in mention_words for v in {w, w.replace("_", "-"), w.replace("_", " ")}}
+        self._mention_re = re.compile(
+            r"(?<![\w.-])(" + "|".join(re.escape(v) for v in sorted(variants, key=len, reverse=True)) + r")(?![\w-])",
+            re.IGNORECASE,
+        )
+        self._mention_variants = {v.lower(): w for v, w in variants.items()}
+        self._bm25_message = bm25s.BM25()
+        self._bm25_message.index(_tokenize([_message_text(r) for r in self.records]), show_progress=False)
+        corpus = _tokenize([_all_text(r) for r in self.records])
+        self._bm25_all = bm25s.BM25()
+        self._bm25_all.index(corpus, show_progress=False)
+        # Each record's words, as ids of the BM25 vocabulary, for the coverage signal.
+        known = self._bm25_all.vocab_dict
+        names = {i: w for w, i in corpus.vocab.items()}
+        self._record_words = [frozenset(known[names[i]] for i in ids if names[i] in known) for ids in corpus.ids]
+        self._slow_patterns: set[int] = set()
+
+    # --- signals -------------------------------------------------------------------------------
+
+    def _pattern_signals(self, query: Query) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        n = len(self.records)
+        on_message = np.zeros(n)
+        specificity = np.zeros(n)
+        on_text = np.zeros(n)
+        messages = [m for m in (query.message, *query.causes) if m]
+        if query.exception_class and query.message:
+            messages.append(query.error_line or "")
+        messages = [m[:PATTERN_MESSAGE_CHARS] for m in messages]
+        text = query.text[-PATTERN_TEXT_CHARS:]
+        length = max((len(m) for m in messages[:1]), default=0)
+        for i, pattern in enumerate(self._patterns):
+            if pattern is None or i in self._slow_patterns:
+                continue
+            if messages and any(self._search(i, pattern, m) for m in messages):
+                on_message[i] = 1.0
+                specificity[i] = min(1.0, self._literals[i] / max(length, 1))
+            elif self._search(i, pattern, text):
+                on_text[i] = 1.0
+        return on_message, specificity, on_text
+
+    def _search(self, i: int, pattern, text: str) -> bool:
+        try:
+            return pattern.search(text, timeout=PATTERN_TIMEOUT_S) is not None
+        except TimeoutError:
+            self._slow_patterns.add(i)
+            logger.warning(
+                "messagePattern of record %s backtracks too long; it is no longer used", self.records[i].id
+            )
+            return False
+
+    def _library_signals(self, query: Query) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        seen_repos = {self._library_to_repo[lib] for lib in query.libraries if lib in self._library_to_repo}
+        named = {
+            self._library_to_repo[self._mention_variants[m.group(1).lower()]]
+            for m in self._mention_re.finditer(query.text[:PATTERN_TEXT_CHARS])
+        }
+        seen = np.array([repo in seen_repos for repo in self._repo_of], dtype=np.float64)
+        named_arr = np.array([repo in named for repo in self._repo_of], dtype=np.float64)
+        known = seen_repos | named
+        other = np.array([bool(known) and repo not in known for repo in self._repo_of], dtype=np.float64)
+        return seen, named_arr, other
+
+    def _words(self, text: str) -> tuple[set[int], float]:
+        """The query's distinct known words (as vocabulary ids) and the share of its words that are unknown."""
+        tokens = _tokenize([text])
+        if not tokens.ids or not tokens.ids[0]:
+            return set(), 0.0
+        strings = {w for w, i in tokens.vocab.items() if i in set(tokens.ids[0])}
+        known = self._bm25_all.vocab_dict
+        ids = {known[w] for w in strings if w in known}
+        return ids, 1.0 - len(ids) / max(len(strings), 1)
+
+    def _lexical(self, bm25: bm25s.BM25, text: str) -> np.ndarray:
+        tokens = _tokenize([text])
+        if not tokens.ids or not tokens.ids[0]:
+            return np.zeros(len(self.records))
+        # bm25s.get_scores takes token strings known to the index.
+        vocab = {v: k for k, v in tokens.vocab.items()}
+        words = [vocab[t] for t in tokens.ids[0]]
+        return np.asarray(bm25.get_scores(words), dtype=np.float64)
+
+    def _dense(self, text: str) -> np.ndarray:
+        n = len(self.records)
+        vector = self.embedder.encode([text])
+        depth = min(len(self.vector_index), DENSE_DEPTH)
+        scores, rows = self.vector_index.search(vector, depth)
+        out = np.full(n, float(scores[0][rows[0] >= 0].min()) if (rows[0] >= 0).any() else 0.0)
+        for score, row in zip(scores[0], rows[0], strict=False):
+            if row >= 0 and self._row_to_pos[row] >= 0:
+                out[self._row_to_pos[row]] = float(score)
+        return out
+
+    def score(self, query: Query) -> Scored:
+        """Every record's signal features and fused score for ``query``."""
+        n = len(self.records)
+        prose = query.kind == "question" or (query.kind == "message" and not query.exception_class)
+        model = "prose" if prose or not query.error_line else "error"
+        error_text = " ".join(x for x in (query.error_line, *query.causes) if x)
+        search_text = query.text if model == "prose" else error_text
+        dense_text = query.text if model == "prose" else (query.error_line or query.text)
+
+        on_message, specificity, on_text = self._pattern_signals(query)
+        cls = query.exception_class
+        class_equal = (self._classes == cls).astype(np.float64) if cls else np.zeros(n)
+        class_rarity = class_equal * self._class_rarity.get(cls, 0.0) if cls else np.zeros(n)
+        frame_tails = {_path_tail(f.file) for f in query.frames}
+        raising_file = np.array([t in frame_tails for t in self._file_tails], dtype=np.float64)
+        seen, named, other = self._library_signals(query)
+        lex_msg = self._lexical(self._bm25_message, search_text)
+        lex_all = self._lexical(self._bm25_all, search_text)
+        dense = self._dense(dense_text)
+        words, unknown = self._words(search_text)
+        coverage = np.array([len(words & rw) / max(len(words), 1) for rw in self._record_words])
+
+        features = np.column_stack(
+            [
+                on_message,
+                specificity,
+                on_text,
+                class_equal,
+                class_rarity,
+                raising_file,
+                seen,
+                named,
+                other,
+                lex_msg / lex_msg.max() if lex_msg.max() > 0 else lex_msg,
+                lex_all / lex_all.max() if lex_all.max() > 0 else lex_all,
+                _reciprocal_rank(lex_all),
+                np.log1p(lex_all),
+                dense,
+                dense - dense.max(),
+                _reciprocal_rank(dense),
+                coverage,
+                np.full(n, unknown),
+            ]
+        )
+        return Scored(features, features @ self.weights[model], model)
+
+    # --- ranking and confidence ------------------------------------------------------------------
 
     def retrieve(self, query: Query, k: int = 5) -> Retrieval:
-        if query.kind == "empty":
+        """The ``k`` best records for ``query``, best first, and how sure errata is of the first."""
+        if query.kind == "empty" or not self.records:
             return Retrieval([], 0.0, False)
-        depth = min(len(self.records), max(50, k))
-        search_text = query.error_line if query.kind != "question" and query.error_line else query.text
-        rankings: dict[str, list[int]] = {}
-        vector = self.embedder.encode([search_text])
-        _scores, rows = self.vector_index.search(vector, depth)
-        by_row = {id(r): i for i, r in enumerate(self.records)}
-        rankings["dense"] = [by_row[id(self._rows[row])] for row in rows[0] if row >= 0]
-        docs, _ = self._bm25.retrieve(_tokenize([search_text]), k=depth, show_progress=False)
-        rankings["lexical"] = [int(d) for d in docs[0]]
-        if query.message:
-            rankings["pattern"] = [i for i, p in enumerate(self._patterns) if p is not None and p.search(query.message)]
-        fused: dict[int, float] = {}
-        why: dict[int, list[str]] = {}
-        for signal, ranked in rankings.items():
-            for rank, i in enumerate(ranked):
-                fused[i] = fused.get(i, 0.0) + 1.0 / (RRF_K + rank + 1)
-                if rank < 10:
-                    why.setdefault(i, []).append(signal)
-        order = sorted(fused, key=fused.__getitem__, reverse=True)[:k]
-        best = fused[order[0]] if order else 0.0
-        confidence = float(np.clip(best * (RRF_K + 1) / len(rankings), 0.0, 1.0))
-        hits = [Hit(self.records[i], fused[i], tuple(why.get(i, ()))) for i in order]
+        scored = self.score(query)
+        order = np.argsort(-scored.scores, kind="stable")[: max(k, 2)]
+        confidence = self.confidence(scored, order)
+        hits = [
+            Hit(self.records[i], float(scored.scores[i]), _why(scored.features[i], i, order)) for i in order[:k]
+        ]
         return Retrieval(hits, confidence, confidence >= self.confidence_threshold)
 
+    def confidence(self, scored: Scored, order: np.ndarray) -> float:
+        """The probability that the first record answers the query (logistic over the top hit's signals)."""
+        return float(_sigmoid(confidence_features(scored, order) @ self.confidence_weights[scored.model]))
 
-def _compile(pattern: str) -> re.Pattern[str] | None:
-    try:
-        return re.compile(pattern)
-    except re.error:
-        return None
+
+def confidence_features(scored: Scored, order: np.ndarray) -> np.ndarray:
+    """What the confidence model reads: the top score, its margin, and which signals found the top hit."""
+    scores = scored.scores
+    top = int(order[0])
+    second = float(scores[order[1]]) if len(order) > 1 else float(scores[top]) - 10.0
+    shifted = scores - scores[top]
+    probability = 1.0 / float(np.exp(shifted).sum())
+    f = scored.features[top]
+    index = FEATURES.index
+    return np.array(
+        [
+            1.0,
+            float(scores[top]),
+            float(scores[top]) - second,
+            probability,
+            max(f[index("pattern_message")], 0.5 * f[index("pattern_text")]),
+            max(f[index("class_equal")], f[index("raising_file")]),
+            max(f[index("library_seen")], f[index("library_named")]),
+            f[index("dense")],
+            f[index("lexical_strength")],
+            f[index("coverage")],
+            f[index("unknown_words")],
+        ]
+    )
+
+
+def _why(f: np.ndarray, i: int, order: np.ndarray) -> tuple[str, ...]:
+    index = FEATURES.index
+    why = []
+    if f[index("pattern_message")] or f[index("pattern_text")]:
+        why.append("pattern")
+    if f[index("class_equal")] or f[index("raising_file")]:
+        why.append("class")
+    if f[index("library_seen")] or f[index("library_named")]:
+        why.append("library")
+    if f[index("lexical_rank")] >= 0.2:
+        why.append("lexical")
+    if f[index("dense_rank")] >= 0.2:
+        why.append("dense")
+    return tuple(why)
+
+
+def _reciprocal_rank(values: np.ndarray) -> np.ndarray:
+    ranks = np.empty(len(values))
+    ranks[np.argsort(-values, kind="stable")] = np.arange(len(values))
+    return 1.0 / (1.0 + ranks)
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+
+def _path_tail(path: str) -> str:
+    """The last two parts of a path: ``faiss/class_wrappers.py`` whether installed or in the repo."""
+    parts = [p for p in re.split(r"[/\\]", path) if p]
+    return "/".join(parts[-2:])
+
+
+def _message_text(record: Record) -> str:
+    return f"{record.error_class} {record.error_message} {record.slug.replace('-', ' ')}"
+
+
+def _all_text(record: Record) -> str:
+    parts = [
+        _message_text(record),
+        record.documentation,
+        record.trigger_scenarios or "",
+        record.common_situations or "",
+        " ".join(record.tags),
+    ]
+    return "\n".join(parts)
+
+
+def timed_retrieve(retriever: Retriever, query: Query, k: int) -> tuple[Retrieval, float]:
+    """``retrieve`` and the seconds it took (for evaluation)."""
+    start = time.perf_counter()
+    result = retriever.retrieve(query, k)
+    return result, time.perf_counter() - start

@@ -58,12 +58,18 @@ class Settings:
     llm_timeout: float = 30.0
     llm_retries: int = 2
     fallback_models: tuple[str, ...] = ()
+    llm_max_tokens: int = 800
+    llm_temperature: float = 0.2
     # Front ends.
     host: str = "127.0.0.1"
     port: int = 7860
     feedback_db: Path = field(default_factory=lambda: _default_data_dir() / "feedback.sqlite3")
     slack_api_url: str = "https://slack.com/api/"
     slack_port: int = 3000
+    # Slack credentials, from Slack's standard variables (ERRATA_* names work too); kept out of repr.
+    slack_bot_token: str | None = field(default=None, repr=False, metadata={"env": "SLACK_BOT_TOKEN"})
+    slack_app_token: str | None = field(default=None, repr=False, metadata={"env": "SLACK_APP_TOKEN"})
+    slack_signing_secret: str | None = field(default=None, repr=False, metadata={"env": "SLACK_SIGNING_SECRET"})
     # Vector store: None means FAISS files under index_dir; "milvus:<uri>" a Milvus store.
     store: str | None = None
 
@@ -76,7 +82,7 @@ class Settings:
         env = os.environ if env is None else env
         values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
-            raw = env.get(f"ERRATA_{f.name.upper()}")
+            raw = env.get(f"ERRATA_{f.name.upper()}") or env.get(f.metadata.get("env", ""))
             if raw is not None and raw != "":
                 values[f.name] = _convert(f.name, f.type, raw)
         for name, value in overrides.items():

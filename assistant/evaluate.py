@@ -1,0 +1,150 @@
+"""Measuring retrieval on a query set: Hit@1, Hit@5 and MRR@10 per style, abstention and latency.
+
+A query set is JSONL, one ``{"id", "query", "style", "relevant"}`` per line (``relevant`` lists the
+record ids that answer the query and is empty when none does). ``errata eval FILE`` prints the report.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import ErrataError
+
+STYLE_ORDER = ("traceback", "message", "log", "question")
+
+
+class EvalSetError(ErrataError):
+    """The query set cannot be read; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class EvalQuery:
+    id: str
+    query: str
+    style: str
+    relevant: tuple[str, ...]
+
+
+@dataclass
+class EvalReport:
+    """The figures ``errata eval`` prints; ``to_dict`` is the ``--json`` shape."""
+
+    styles: dict[str, dict[str, float]]
+    negatives: int
+    abstained: float
+    false_abstention: float
+    latency_ms: dict[str, float]
+    missed: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "styles": self.styles,
+            "abstention": {
+                "negatives": self.negatives,
+                "abstained": self.abstained,
+                "false_abstention": self.false_abstention,
+            },
+            "latency_ms": self.latency_ms,
+        }
+
+    def table(self) -> str:
+        """A readable table of the same figures."""
+        lines = [f"{'style':<10} {'n':>5} {'Hit@1':>7} {'Hit@5':>7} {'MRR@10':>7}"]
+        for style, row in self.styles.items():
+            lines.append(
+                f"{style:<10} {row['n']:>5} {row['hit@1']:>7.3f} {row['hit@5']:>7.3f} {row['mrr@10']:>7.3f}"
+            )
+        lines.append("")
+        lines.append(f"no-answer queries: {self.negatives}, abstained on {self.abstained:.1%}")
+        lines.append(f"answerable queries wrongly abstained on: {self.false_abstention:.1%}")
+        lines.append(f"retrieval latency: p50 {self.latency_ms['p50']:.1f} ms, p95 {self.latency_ms['p95']:.1f} ms")
+        return "\n".join(lines)
+
+
+def load_eval_set(path: str | Path) -> list[EvalQuery]:
+    """Read a query set, with an error naming the line when one is malformed."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise EvalSetError(f"cannot read the query set {path}: {exc.strerror or exc}") from exc
+    queries = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            relevant = row.get("relevant") or []
+            if not isinstance(row["query"], str) or not isinstance(relevant, list):
+                raise TypeError("query must be a string and relevant a list")
+            queries.append(
+                EvalQuery(
+                    str(row.get("id", number)),
+                    row["query"],
+                    str(row.get("style", "question")),
+                    tuple(map(str, relevant)),
+                )
+            )
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise EvalSetError(
+                f"{path}:{number}: expected a JSON object with 'query' (string) and 'relevant' (list) ({exc})"
+            ) from exc
+    if not queries:
+        raise EvalSetError(f"{path} holds no queries; write one JSON object per line")
+    return queries
+
+
+def evaluate(assistant, queries: Sequence[EvalQuery], *, depth: int = 10) -> EvalReport:
+    """Run every query through ``assistant``'s parser and retriever and score the rankings."""
+    ranks: dict[str, list[int | None]] = {}
+    latencies: list[float] = []
+    negatives = abstained = answerable = wrongly_abstained = 0
+    missed: list[dict[str, Any]] = []
+    for q in queries:
+        start = time.perf_counter()
+        query = assistant.parse(q.query)
+        retrieval = assistant.retriever.retrieve(query, depth)
+        latencies.append((time.perf_counter() - start) * 1000)
+        if not q.relevant:
+            negatives += 1
+            abstained += not retrieval.confident
+            continue
+        answerable += 1
+        wrongly_abstained += not retrieval.confident
+        ids = [hit.record.id for hit in retrieval.hits]
+        rank = next((i for i, rid in enumerate(ids) if rid in q.relevant), None)
+        if rank != 0:
+            missed.append({"id": q.id, "style": q.style, "rank": rank, "top": ids[:1]})
+        for style in (q.style, "all"):
+            ranks.setdefault(style, []).append(rank)
+    styles = {s: _metrics(ranks[s]) for s in (*STYLE_ORDER, *sorted(ranks)) if s in ranks and s != "all"}
+    if "all" in ranks:
+        styles["all"] = _metrics(ranks["all"])
+    return EvalReport(
+        styles=styles,
+        negatives=negatives,
+        abstained=abstained / negatives if negatives else 0.0,
+        false_abstention=wrongly_abstained / answerable if answerable else 0.0,
+        latency_ms={
+            "p50": float(np.percentile(latencies, 50)) if latencies else 0.0,
+            "p95": float(np.percentile(latencies, 95)) if latencies else 0.0,
+        },
+        missed=missed,
+    )
+
+
+def _metrics(ranks: list[int | None]) -> dict[str, float]:
+    n = len(ranks)
+    return {
+        "n": n,
+        "hit@1": sum(r is not None and r < 1 for r in ranks) / n,
+        "hit@5": sum(r is not None and r < 5 for r in ranks) / n,
+        "mrr@10": sum(1 / (r + 1) for r in ranks if r is not None and r < 10) / n,
+    }

@@ -1,0 +1,449 @@
+"""The web chat (Gradio): paste a traceback, watch the answer stream in, read its sources, say if it helped.
+
+This module only turns clicks into calls of :class:`~assistant.api.Assistant` and its
+:class:`~assistant.answer.Answer` into chat messages and source cards; retrieval and drafting live elsewhere.
+``python app.py`` (or ``errata serve``) calls :func:`serve`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import logging
+import os
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+# Gradio's own switch, not an errata option: no telemetry or version check may leave the machine.
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+import gradio as gr  # noqa: E402
+
+from .answer import Answer  # noqa: E402
+from .api import Assistant  # noqa: E402
+from .errors import ConfigurationError, ErrataError  # noqa: E402
+from .feedback import FeedbackStore  # noqa: E402
+from .settings import Settings  # noqa: E402
+
+logger = logging.getLogger(__name__)
+
+MAX_SOURCES = 10
+OFFLINE = "offline (from the records, no LLM)"
+
+EXAMPLES = [
+    "Traceback (most recent call last):\n"
+    '  File "/app/upload.py", line 12, in <module>\n'
+    '    client.post("/files", files={"file": io.StringIO("data")})\n'
+    '  File "/usr/lib/python3.11/site-packages/httpx/_multipart.py", line 88, in __init__\n'
+    "    raise TypeError(\n"
+    "TypeError: Multipart file uploads require 'io.BytesIO', not 'io.StringIO'.",
+    "huggingface_hub.errors.LocalEntryNotFoundError: Cannot find the requested files in the disk cache "
+    "and outgoing traffic has been disabled.",
+    "my agent stops with Agent interrupted",
+    "langgraph says Found edge starting at unknown node",
+]
+
+CSS = """
+.errata-sources { display: flex; flex-direction: column; gap: 10px; }
+.errata-banner { padding: 10px 12px; border-radius: 8px; font-weight: 600; }
+.errata-banner.ok { background: var(--color-green-50, #ecfdf5); color: #065f46; border: 1px solid #a7f3d0; }
+.errata-banner.unsure { background: #fffbeb; color: #92400e; border: 1px solid #fcd34d; }
+.errata-banner small { display: block; font-weight: 400; margin-top: 2px; }
+.errata-card { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 10px 12px;
+  background: var(--block-background-fill); overflow-wrap: anywhere; }
+.errata-card h4 { margin: 0 0 4px 0; font-size: 0.95rem; }
+.errata-card .meta { font-size: 0.8rem; color: var(--body-text-color-subdued); margin-bottom: 6px; }
+.errata-card .msg { font-family: var(--font-mono); font-size: 0.82rem; margin: 4px 0 6px 0; }
+.errata-card ol { margin: 4px 0 6px 1.2rem; padding: 0; font-size: 0.88rem; }
+.errata-card details summary { cursor: pointer; font-size: 0.85rem; }
+.errata-card pre { max-height: 320px; overflow: auto; font-size: 0.78rem; white-space: pre; }
+.errata-card a.code-link { font-size: 0.85rem; }
+.errata-empty { color: var(--body-text-color-subdued); font-size: 0.9rem; }
+.errata-sources > details > summary { cursor: pointer; padding: 4px 2px; }
+.gallery { overflow-wrap: anywhere; }
+@media (max-width: 640px) { .errata-header p { font-size: 0.85rem; } }
+"""
+
+# Gradio scopes ``css`` to the inside of the app, so the page margins (32 px a side, too wide for a
+# phone) are narrowed by a plain style tag in <head>.
+HEAD = "<style>@media (max-width: 640px) { .gradio-container .main.app { padding: 12px 6px !important; } }</style>"
+
+THEME = gr.themes.Soft(primary_hue="indigo")
+
+
+# --- rendering: Answer -> markdown for the chat, HTML for the source cards, JSON for the API ---
+
+
+def user_markdown(text: str) -> str:
+    """The pasted text as the user sees it in the chat: multi-line pastes keep their layout in a code block."""
+    text = text.strip("\n")
+    if "\n" not in text:
+        return text
+    longest_run = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest_run + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def answer_markdown(answer: Answer) -> str:
+    """The final chat message: the answer, then one line saying how sure errata is."""
+    if not answer.hits:
+        return answer.text
+    if answer.grounded:
+        footer = f"*Confidence {answer.confidence:.2f} · sources beside the chat.*"
+    else:
+        footer = "⚠️ *No confident match: the records beside the chat are only possibly related.*"
+    return f"{answer.text}\n\n{footer}"
+
+
+def citations_json(answer: Answer) -> list[dict[str, Any]]:
+    """The citations as the API returns them (record id, repo, errorClass, githubUrl, ...)."""
+    return [
+        {
+            "number": c.number,
+            "recordId": c.record_id,
+            "repo": c.repo,
+            "errorClass": c.error_class,
+            "githubUrl": c.github_url,
+            "solution": c.solution,
+        }
+        for c in answer.citations
+    ]
+
+
+def _esc(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _safe_url(url: str | None) -> str | None:
+    return url if url and url.startswith(("https://", "http://")) else None
+
+
+def _card(hit: Any, number: int | None, confidence: float | None) -> str:
+    """One source card: what the record is, where the code is, how to fix it."""
+    r = hit.record
+    label = f"[{number}] " if number is not None else ""
+    meta = [_esc(r.repo), f"{_esc(r.file_path)}:{r.line_number}"]
+    if confidence is not None:
+        meta.append(f"confidence {confidence:.2f}")
+    if hit.why:
+        meta.append("matched by " + _esc(", ".join(hit.why)))
+    parts = [
+        '<div class="errata-card">',
+        f"<h4>{label}{_esc(r.error_class)}</h4>",
+        f'<div class="meta">{" · ".join(meta)}</div>',
+        f'<div class="msg">{_esc(r.error_message)}</div>',
+    ]
+    if r.solutions:
+        parts.append("<ol>" + "".join(f"<li>{_esc(s)}</li>" for s in r.solutions) + "</ol>")
+    url = _safe_url(r.github_url)
+    if url:
+        parts.append(
+            f'<a class="code-link" href="{_esc(url)}" target="_blank" rel="noopener noreferrer">'
+            f"View the code on GitHub ↗</a>"
+        )
+    if r.source_code:
+        parts.append(
+            f"<details><summary>Code excerpt ({_esc(r.file_path)})</summary>"
+            f"<pre><code>{_esc(r.source_code)}</code></pre></details>"
+        )
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _also_considered(hits: list[Any]) -> list[str]:
+    """The remaining hits, folded away so that the cited ones stay in view (on a phone especially)."""
+    if not hits:
+        return []
+    return [
+        f"<details><summary>Also considered ({len(hits)})</summary>",
+        *(_card(h, None, None) for h in hits),
+        "</details>",
+    ]
+
+
+def sources_html(answer: Answer | None, *, pending: bool = False) -> str:
+    """The panel beside the chat: a banner for how sure errata is, then a card per source."""
+    if pending:
+        return '<div class="errata-sources"><p class="errata-empty">Searching the knowledge base…</p></div>'
+    if answer is None:
+        return '<div class="errata-sources"><p class="errata-empty">Sources for the answer appear here.</p></div>'
+    if not answer.hits:
+        return '<div class="errata-sources"><p class="errata-empty">No sources: nothing to search for yet.</p></div>'
+    parts = ['<div class="errata-sources">']
+    if answer.grounded:
+        by_id = {h.record.id: h for h in answer.hits}
+        cited = [(c.number, by_id[c.record_id]) for c in answer.citations if c.record_id in by_id]
+        cited_ids = {h.record.id for _, h in cited}
+        others = [h for h in answer.hits if h.record.id not in cited_ids]
+        parts.append(
+            f'<div class="errata-banner ok">Sources ({len(cited)} cited)'
+            f"<small>Answer confidence {answer.confidence:.2f}</small></div>"
+        )
+        parts += [_card(hit, n, answer.confidence if n == 1 else None) for n, hit in cited]
+        parts += _also_considered(others)
+    else:
+        parts.append(
+            '<div class="errata-banner unsure">No confident match'
+            f"<small>Confidence {answer.confidence:.2f}. These records are only possibly related.</small></div>"
+        )
+        numbers = {c.record_id: c.number for c in answer.citations}
+        related = [h for h in answer.hits if h.record.id in numbers] or answer.hits[:3]
+        parts += [_card(hit, numbers.get(hit.record.id), None) for hit in related]
+        others = [h for h in answer.hits if h not in related]
+        parts += _also_considered(others)
+    parts.append("</div>")
+    return "".join(parts)
+
+
+# --- the chat's behaviour, independent of the page layout ---
+
+
+@dataclass
+class Turn:
+    """One answered question, kept so that feedback on its message can be stored with it."""
+
+    query: str
+    answer: str
+    record_ids: list[str]
+    feedback_id: int | None = None
+
+
+@dataclass
+class ChatState:
+    """Per-browser-session state: the turns by the chat index of their answer message."""
+
+    turns: dict[int, Turn] = field(default_factory=dict)
+    last_voted: int | None = None
+
+
+class WebChat:
+    """The handlers behind the page; each one calls the Assistant or the feedback store, nothing deeper."""
+
+    def __init__(self, assistant: Assistant, feedback: FeedbackStore | None = None):
+        self.assistant = assistant
+        self.settings = assistant.settings
+        self.feedback = feedback or FeedbackStore(self.settings.feedback_db)
+        configured = [m for m in (self.settings.model, *self.settings.fallback_models) if m]
+        # The model menu: the configured models, plus answers composed offline from the records.
+        self.models = [*dict.fromkeys(configured), OFFLINE] if configured else []
+        self._by_model: dict[str, Assistant] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def model_choice_enabled(self) -> bool:
+        return bool(self.models)
+
+    def assistant_for(self, model: str | None) -> Assistant:
+        """The Assistant drafting with ``model``: the main one, or one made on first use that shares its
+        embedder. A model other than the main one is called like a fallback (without the main api_base)."""
+        if not model or model == self.settings.model or model not in self.models:
+            return self.assistant
+        with self._lock:
+            if model not in self._by_model:
+                if model == OFFLINE:
+                    settings = dataclasses.replace(self.settings, model=None, fallback_models=())
+                else:
+                    settings = dataclasses.replace(self.settings, model=model, api_base=None, fallback_models=())
+                self._by_model[model] = Assistant(settings, embedder=self.assistant.embedder)
+            return self._by_model[model]
+
+    def stream(self, text: str, k: int | None = None, model: str | None = None) -> Iterator[str | Answer]:
+        return self.assistant_for(model).ask_stream(text, k)
+
+    def respond(
+        self, text: str, history: list[dict[str, Any]], state: ChatState, k: float, model: str | None
+    ) -> Iterator[tuple[Any, ...]]:
+        """Stream one answer into the chat; yields (textbox, chat, sources, state, feedback box)."""
+        history = list(history or [])
+        state = state or ChatState()
+        if not (text or "").strip():
+            gr.Warning("Paste a traceback, an error line or a question first.")
+            yield gr.update(), history, gr.update(), state, gr.update()
+            return
+        history.append({"role": "user", "content": user_markdown(text)})
+        yield "", history, sources_html(None, pending=True), state, gr.update(visible=False)
+        history.append({"role": "assistant", "content": ""})
+        drafted = ""
+        answer: Answer | None = None
+        try:
+            for item in self.stream(text, int(k) if k else None, model):
+                if isinstance(item, Answer):
+                    answer = item
+                elif item:
+                    drafted += item
+                    history[-1] = {"role": "assistant", "content": drafted}
+                    yield gr.update(), history, gr.update(), state, gr.update()
+        except ErrataError as exc:  # shown as a notice in the page; the message says what to do
+            raise gr.Error(str(exc)) from exc
+        if answer is None:  # an Assistant must end with an Answer; say so rather than hang the page
+            raise gr.Error("errata stopped before finishing the answer; try again.")
+        history[-1] = {"role": "assistant", "content": answer_markdown(answer)}
+        state.turns[len(history) - 1] = Turn(text, answer.text, [c.record_id for c in answer.citations])
+        yield gr.update(), history, sources_html(answer), state, gr.update()
+
+    def vote(self, state: ChatState, data: gr.LikeData) -> tuple[ChatState, Any, str]:
+        """Thumbs up or down on an answer: store (or change, or take back) the vote; offer a comment box."""
+        state = state or ChatState()
+        index = data.index[0] if isinstance(data.index, (list, tuple)) else data.index
+        turn = state.turns.get(int(index))
+        if turn is None:
+            return state, gr.update(visible=False), "Feedback works on errata's answers only."
+        if data.liked in (True, False):
+            helpful = bool(data.liked)
+            if turn.feedback_id is None or not self.feedback.update(turn.feedback_id, helpful=helpful):
+                turn.feedback_id = self.feedback.add(
+                    query=turn.query, answer=turn.answer, record_ids=turn.record_ids, helpful=helpful, source="web"
+                )
+            state.last_voted = int(index)
+            word = "helpful" if helpful else "not helpful"
+            return state, gr.update(visible=True), f"Saved: marked {word}. Add a comment below if you like."
+        if turn.feedback_id is not None:  # the thumb was clicked again: the vote is withdrawn
+            self.feedback.delete(turn.feedback_id)
+            turn.feedback_id = None
+        state.last_voted = None
+        return state, gr.update(visible=False), "Vote removed."
+
+    def comment(self, state: ChatState, comment: str) -> tuple[ChatState, Any, Any, str]:
+        """Attach the typed comment to the last vote."""
+        state = state or ChatState()
+        turn = state.turns.get(state.last_voted) if state.last_voted is not None else None
+        if turn is None or turn.feedback_id is None:
+            return state, gr.update(), gr.update(), "Click 👍 or 👎 on an answer first."
+        self.feedback.update(turn.feedback_id, comment=(comment or "").strip())
+        return state, "", gr.update(visible=False), "Thanks, your comment is saved."
+
+    def clear(self) -> tuple[Any, ...]:
+        return [], ChatState(), sources_html(None), gr.update(visible=False), "", ""
+
+    def ask(self, text: str) -> tuple[str, list[dict[str, Any]]]:
+        """Answer pasted text: returns the answer markdown and its citations (recordId, repo, errorClass,
+        githubUrl)."""
+        answer = self.assistant.ask(text)
+        return answer.text, citations_json(answer)
+
+
+# --- the page ---
+
+
+def build_app(assistant: Assistant, feedback: FeedbackStore | None = None) -> gr.Blocks:
+    """The Gradio Blocks of the chat; launch it with :func:`launch` (theme and CSS go in at launch)."""
+    chat = WebChat(assistant, feedback)
+    settings = assistant.settings
+    with gr.Blocks(title="errata: answers for Python errors", analytics_enabled=False) as demo:
+        state = gr.State(ChatState())
+        gr.Markdown(
+            "## errata\nPaste a traceback, an error line or a question about a Python error. "
+            "Answers cite real error records from the knowledge base; when none matches, errata says so.",
+            elem_classes="errata-header",
+        )
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3, min_width=320):
+                chatbot = gr.Chatbot(
+                    label="Chat",
+                    show_label=False,
+                    layout="panel",
+                    height="62vh",
+                    min_height=320,
+                    feedback_options=("Like", "Dislike"),
+                    buttons=["copy"],
+                    placeholder="Answers appear here, with their sources beside them.",
+                    elem_id="errata-chat",
+                )
+                query = gr.Textbox(
+                    lines=4,
+                    max_lines=16,
+                    show_label=False,
+                    placeholder="Paste a traceback or ask a question… (Shift+Enter asks)",
+                    elem_id="errata-query",
+                )
+                with gr.Row():
+                    ask_button = gr.Button("Ask", variant="primary", elem_id="errata-ask", min_width=100)
+                    clear_button = gr.Button("Clear chat", elem_id="errata-clear", min_width=100)
+                gr.Examples(EXAMPLES, inputs=query, label="Examples (click one, then Ask)")
+                feedback_note = gr.Markdown(elem_id="errata-feedback-note")
+                with gr.Group(visible=False) as comment_box:
+                    comment = gr.Textbox(
+                        label="Comment (optional)",
+                        placeholder="What was right or wrong about this answer?",
+                        lines=2,
+                        elem_id="errata-comment",
+                    )
+                    comment_button = gr.Button("Send comment", size="sm", elem_id="errata-send-comment")
+                with gr.Accordion("Settings", open=False):
+                    model = gr.Dropdown(
+                        choices=chat.models,
+                        value=settings.model,
+                        label="Model",
+                        visible=chat.model_choice_enabled,
+                    )
+                    top_k = gr.Slider(
+                        1, MAX_SOURCES, value=min(settings.top_k, MAX_SOURCES), step=1, label="Number of sources"
+                    )
+                    gr.Markdown(
+                        f"Drafting with **{settings.model}** unless another model (or offline) is picked above."
+                        if settings.model
+                        else "Drafting: **offline** (answers composed from the records; no model configured)."
+                    )
+            with gr.Column(scale=2, min_width=320):
+                sources = gr.HTML(sources_html(None), elem_id="errata-sources")
+
+        respond_args = {
+            "fn": chat.respond,
+            "inputs": [query, chatbot, state, top_k, model],
+            "outputs": [query, chatbot, sources, state, comment_box],
+            "concurrency_limit": 4,
+        }
+        ask_button.click(**respond_args, api_name="chat", api_visibility="undocumented")
+        query.submit(**respond_args, api_visibility="private")
+        chatbot.like(chat.vote, inputs=[state], outputs=[state, comment_box, feedback_note], api_visibility="private")
+        comment_button.click(
+            chat.comment,
+            inputs=[state, comment],
+            outputs=[state, comment, comment_box, feedback_note],
+            api_visibility="private",
+        )
+        clear_outputs = [chatbot, state, sources, comment_box, comment, feedback_note]
+        clear_button.click(chat.clear, outputs=clear_outputs, api_visibility="private")
+        chatbot.clear(chat.clear, outputs=clear_outputs, api_visibility="private")
+        gr.api(chat.ask, api_name="ask", concurrency_limit=4)
+    return demo
+
+
+def launch(demo: gr.Blocks, settings: Settings, *, block: bool = True, quiet: bool = False) -> str:
+    """Serve the app on settings.host:port with nothing reaching the internet; returns the local URL."""
+    try:
+        _app, local_url, _share = demo.launch(
+            server_name=settings.host,
+            server_port=settings.port,
+            share=False,
+            inbrowser=False,
+            prevent_thread_lock=not block,
+            quiet=quiet,
+            ssr_mode=False,
+            mcp_server=False,
+            enable_monitoring=False,
+            footer_links=["api"],
+            theme=THEME,
+            css=CSS,
+            head=HEAD,
+        )
+    except OSError as exc:  # the port is taken or the host is not an address of this machine
+        raise ConfigurationError(
+            f"cannot serve on {settings.host}:{settings.port} ({exc}); choose another with --port/--host "
+            "or ERRATA_PORT/ERRATA_HOST"
+        ) from exc
+    return local_url
+
+
+def serve(settings: Settings) -> None:
+    """Build or load the index (with a progress bar), then serve the chat until interrupted."""
+    print(f"errata: loading the knowledge base and the index in {settings.index_dir} …", flush=True)
+    assistant = Assistant(settings, show_progress=True)
+    print(f"errata: {assistant.build_report.summary()}", flush=True)
+    demo = build_app(assistant)
+    url = launch(demo, settings, block=False, quiet=True)
+    print(f"errata: serving on {url} (Ctrl+C stops)", flush=True)
+    demo.block_thread()

@@ -1,0 +1,229 @@
+"""Fit the Retriever's fusion weights and confidence model on a dev set, with cross-validation.
+
+    python benchmarks/fit_retrieval.py [--dev ../shared/kb/eval/dev.jsonl] [--index /tmp/idx]
+
+Prints in-sample and cross-validated figures (folds grouped by the library a query is about, so a
+fold's records and queries were never seen when its weights were fitted), then the weights to put in
+``assistant/retrieve.py``. The fusion is a conditional logit: a softmax over all records of a query,
+trained to put the relevant record first, one weight set for pasted errors and one for prose questions.
+The confidence is a logistic regression on the top hit's features: answerable query or not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import minimize
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from assistant import Assistant, Settings  # noqa: E402
+from assistant.retrieve import CONFIDENCE_FEATURES, FEATURES, Scored, confidence_features  # noqa: E402
+
+DEV = Path(__file__).resolve().parents[2] / "shared" / "kb" / "eval" / "dev.jsonl"
+L2 = 1e-4
+TARGET_FALSE_ABSTENTION = 0.02
+
+
+def fit_softmax(items: list[tuple[np.ndarray, int]], l2: float = L2) -> np.ndarray:
+    """Weights maximizing the log-probability of each query's relevant record among all records."""
+    x = np.stack([x for x, _ in items])  # (queries, records, features)
+    pos = np.array([p for _, p in items])
+    rows = np.arange(len(items))
+    wanted = x[rows, pos]  # (queries, features)
+
+    def loss(w: np.ndarray) -> tuple[float, np.ndarray]:
+        s = x @ w
+        s = s - s.max(axis=1, keepdims=True)
+        p = np.exp(s)
+        p /= p.sum(axis=1, keepdims=True)
+        total = -np.mean(np.log(p[rows, pos] + 1e-12)) + l2 * float(w @ w)
+        grad = -(wanted - np.einsum("qr,qrf->qf", p, x)).mean(axis=0) + 2 * l2 * w
+        return float(total), grad
+
+    return minimize(loss, np.zeros(x.shape[2]), jac=True, method="L-BFGS-B").x
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = L2) -> np.ndarray:
+    def loss(w: np.ndarray) -> tuple[float, np.ndarray]:
+        z = np.clip(x @ w, -60, 60)
+        p = 1 / (1 + np.exp(-z))
+        ll = -np.mean(y * np.log(p + 1e-12) + (1 - y) * np.log(1 - p + 1e-12))
+        reg = l2 * float(w[1:] @ w[1:])
+        g = x.T @ (p - y) / len(y)
+        g[1:] += 2 * l2 * w[1:]
+        return ll + reg, g
+
+    return minimize(loss, np.zeros(x.shape[1]), jac=True, method="L-BFGS-B").x
+
+
+def choose_threshold(conf: np.ndarray, answerable: np.ndarray) -> float:
+    """The highest threshold whose false abstention on answerable queries stays within the target."""
+    pos = np.sort(conf[answerable])
+    allowed = int(np.floor(TARGET_FALSE_ABSTENTION * len(pos)))
+    return float(pos[allowed]) if len(pos) else 0.5
+
+
+def evaluate(rows, features, models, relevant, w_by_model, cw, threshold):
+    out: dict[str, list] = {}
+    abstained_neg, abstained_pos = [], []
+    for row, x, model, rel in zip(rows, features, models, relevant, strict=True):
+        scores = x @ w_by_model[model]
+        order = np.argsort(-scores, kind="stable")
+        c = 1 / (1 + np.exp(-(confidence_features(Scored(x, scores, model), order) @ cw[model])))
+        if rel is None:
+            abstained_neg.append(c < threshold)
+            continue
+        abstained_pos.append(c < threshold)
+        rank = int(np.where(order == rel)[0][0])
+        for style in (row["style"], "all"):
+            out.setdefault(style, []).append(rank)
+    table = {
+        style: {
+            "n": len(r),
+            "hit@1": float(np.mean([x < 1 for x in r])),
+            "hit@5": float(np.mean([x < 5 for x in r])),
+            "mrr@10": float(np.mean([1 / (x + 1) if x < 10 else 0 for x in r])),
+        }
+        for style, r in out.items()
+    }
+    share = lambda xs: float(np.mean(xs)) if xs else 0.0  # noqa: E731
+    return table, share(abstained_neg), share(abstained_pos)
+
+
+def fit_all(rows, features, models, relevant, train):
+    w = {}
+    for model in ("error", "prose"):
+        items = [(features[i], relevant[i]) for i in train if models[i] == model and relevant[i] is not None]
+        w[model] = fit_softmax(items)
+    cw, confs, answerable = {}, [], []
+    for model in ("error", "prose"):
+        cx, cy = [], []
+        for i in train:
+            if models[i] != model:
+                continue
+            scores = features[i] @ w[model]
+            order = np.argsort(-scores, kind="stable")
+            cx.append(confidence_features(Scored(features[i], scores, model), order))
+            cy.append(1.0 if relevant[i] is not None else 0.0)
+        cx, cy = np.array(cx), np.array(cy)
+        cw[model] = fit_logistic(cx, cy)
+        confs.extend(1 / (1 + np.exp(-np.clip(cx @ cw[model], -60, 60))))
+        answerable.extend(cy.astype(bool))
+    return w, cw, choose_threshold(np.array(confs), np.array(answerable))
+
+
+class MemoEmbedder:
+    """The real embedder, remembering query vectors on disk (refitting then skips the model)."""
+
+    def __init__(self, embedder, path: Path):
+        self.embedder, self.path = embedder, path
+        self.memo = dict(np.load(path, allow_pickle=True)["memo"].item()) if path.exists() else {}
+
+    def encode(self, texts):
+        missing = [t for t in texts if t not in self.memo]
+        if missing:
+            self.memo.update(zip(missing, self.embedder.encode(missing), strict=True))
+        return np.stack([self.memo[t] for t in texts])
+
+    def save(self) -> None:
+        np.savez(self.path, memo=np.array(self.memo, dtype=object))
+
+
+def group_of(row) -> str:
+    return row["id"].rsplit("-", 1)[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dev", type=Path, default=DEV)
+    parser.add_argument("--index", type=Path, default=Path("/tmp/errata-fit-index"))
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--cache", type=Path, help="save features here, or reuse them if the file exists")
+    parser.add_argument("--query-vectors", type=Path, help="a file caching the query embeddings between runs")
+    args = parser.parse_args()
+    if args.cache and args.cache.exists():
+        saved = np.load(args.cache, allow_pickle=True)
+        rows = [json.loads(line) for line in args.dev.read_text().splitlines() if line.strip()]
+        report(rows, list(saved["features"]), list(saved["models"]), list(saved["relevant"]), args.folds)
+        return
+    assistant = Assistant(Settings.load(env={}, index_dir=args.index))
+    if args.query_vectors:
+        assistant.retriever.embedder = MemoEmbedder(assistant.embedder, args.query_vectors)
+    position = {r.id: i for i, r in enumerate(assistant.records)}
+    rows = [json.loads(line) for line in args.dev.read_text().splitlines() if line.strip()]
+    features, models, relevant = [], [], []
+    for row in rows:
+        scored = assistant.retriever.score(assistant.parse(row["query"]))
+        features.append(scored.features)
+        models.append(scored.model)
+        relevant.append(position[row["relevant"][0]] if row["relevant"] else None)
+    if args.query_vectors:
+        assistant.retriever.embedder.save()
+    if args.cache:
+        np.savez(args.cache, features=np.array(features), models=np.array(models), relevant=np.array(relevant, object))
+    report(rows, features, models, relevant, args.folds)
+
+
+def report(rows, features, models, relevant, folds) -> None:
+    everything = list(range(len(rows)))
+    w, cw, threshold = fit_all(rows, features, models, relevant, everything)
+    table, abst, false_abst = evaluate(rows, features, models, relevant, w, cw, threshold)
+    print("in-sample:", _compact(table), f"abstained {abst:.3f} false {false_abst:.3f} threshold {threshold:.3f}")
+    groups = sorted({group_of(r) for r in rows})
+    np.random.default_rng(0).shuffle(groups)
+    by_library = {g: i % folds for i, g in enumerate(groups)}
+    fold_by_library = [by_library[group_of(r)] for r in rows]
+    fold_by_query = list(np.random.default_rng(0).permutation(len(rows)) % folds)
+    for name, fold_of in (("library", fold_by_library), ("query", fold_by_query)):
+        table, abst, false_abst = cross_validate(rows, features, models, relevant, fold_of, folds)
+        print(f"cross-validated, folds by {name}:", _compact(table), f"abstained {abst:.3f} false {false_abst:.3f}")
+    print_weights(w, cw, threshold)
+
+
+def _compact(table) -> str:
+    return json.dumps({k: {m: round(v, 3) for m, v in t.items()} for k, t in sorted(table.items())})
+
+
+def cross_validate(rows, features, models, relevant, fold_of, folds):
+    """Each query scored by weights fitted on the other folds only."""
+    ranks: dict[str, list] = {}
+    neg, pos = [], []
+    for fold in range(folds):
+        train = [i for i in range(len(rows)) if fold_of[i] != fold]
+        wf, cwf, tf = fit_all(rows, features, models, relevant, train)
+        for i in (i for i in range(len(rows)) if fold_of[i] == fold):
+            t, a, fa = evaluate([rows[i]], [features[i]], [models[i]], [relevant[i]], wf, cwf, tf)
+            if relevant[i] is None:
+                neg.append(a)
+                continue
+            pos.append(fa)
+            for style, v in t.items():
+                ranks.setdefault(style, []).append(v)
+    table = {
+        style: {"n": len(vs)} | {m: float(np.mean([v[m] for v in vs])) for m in ("hit@1", "hit@5", "mrr@10")}
+        for style, vs in ranks.items()
+    }
+    return table, float(np.mean(neg)), float(np.mean(pos))
+
+
+def print_weights(w, cw, threshold) -> None:
+    print("WEIGHTS = {")
+    for model in ("error", "prose"):
+        inner = ", ".join(f'"{f}": {v:.3f}' for f, v in zip(FEATURES, w[model], strict=True))
+        print(f'    "{model}": {{{inner}}},')
+    print("}")
+    print("CONFIDENCE_WEIGHTS = {")
+    for model in ("error", "prose"):
+        inner = ", ".join(f'"{f}": {v:.3f}' for f, v in zip(CONFIDENCE_FEATURES, cw[model], strict=True))
+        print(f'    "{model}": {{{inner}}},')
+    print("}")
+    print(f"confidence_threshold = {threshold:.3f}")
+
+
+if __name__ == "__main__":
+    main()

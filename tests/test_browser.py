@@ -1,0 +1,159 @@
+"""The web chat in a real browser: Debian's chromium, headless, driven by Playwright.
+
+Screenshots land in test-artifacts/ (ignored by git) for a person to look at.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from assistant import Assistant
+from assistant.web import EXAMPLES
+
+from .web_server import served
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+]
+TRACEBACK = EXAMPLES[0]
+DESKTOP = {"width": 1366, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="Debian's chromium is not installed (apt-get install chromium; .ci/run does)"
+)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def app(assistant, tmp_path_factory):
+    with served(assistant, tmp_path_factory.mktemp("browser") / "feedback.sqlite3") as running:
+        yield running
+
+
+@pytest.fixture
+def open_page(browser):
+    """A fresh page at a given size that remembers every request leaving for another host."""
+    contexts = []
+
+    def open_at(url: str, viewport: dict):
+        context = browser.new_context(viewport=viewport)
+        contexts.append(context)
+        page = context.new_page()
+        page.outside_requests = []
+        here = urlparse(url).netloc
+        page.on(
+            "request",
+            lambda r: None if urlparse(r.url).netloc in (here, "") else page.outside_requests.append(r.url),
+        )
+        page.goto(url)
+        page.wait_for_selector("#errata-query textarea")
+        return page
+
+    yield open_at
+    for context in contexts:
+        context.close()
+
+
+def ask_in_page(page, text: str) -> None:
+    page.fill("#errata-query textarea", text)
+    page.click("#errata-ask")
+
+
+def feedback_rows(db: Path) -> list[tuple]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT query, helpful, comment, record_ids FROM feedback ORDER BY id").fetchall()
+
+
+def test_paste_a_traceback_read_the_answer_and_its_source_then_vote(app, open_page, assistant):
+    page = open_page(app.url, DESKTOP)
+    ask_in_page(page, TRACEBACK)
+
+    link = page.wait_for_selector("#errata-sources a.code-link", timeout=60_000)
+    assert link.get_attribute("href").startswith("https://github.com/encode/httpx/")
+    assert link.get_attribute("target") == "_blank"
+    bot = page.locator("#errata-chat [data-testid='bot']").last
+    assert "Multipart file uploads require" in bot.inner_text()
+    user_code = page.locator("#errata-chat [data-testid='user'] pre").first
+    assert "Traceback (most recent call last):" in user_code.inner_text()  # the paste kept its layout
+    assert page.locator("#errata-sources details:has(summary:text('Code excerpt')) pre").first.is_hidden()
+
+    page.locator("#errata-chat button[aria-label='Like']").last.click()
+    page.wait_for_selector("#errata-feedback-note :text('marked helpful')")
+    rows = feedback_rows(app.feedback.path)
+    assert len(rows) == 1
+    query, helpful, comment, record_ids = rows[0]
+    expected = assistant.ask(TRACEBACK)
+    assert query == TRACEBACK and helpful == 1 and comment == ""
+    assert json.loads(record_ids) == [c.record_id for c in expected.citations]
+
+    page.fill("#errata-comment textarea", "the BytesIO fix worked")
+    page.click("#errata-send-comment")
+    page.wait_for_selector("#errata-feedback-note :text('comment is saved')")
+    assert feedback_rows(app.feedback.path)[0][2] == "the BytesIO fix worked"
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "web-desktop.png"), full_page=True)
+    page.locator("#errata-chat [role='log']").evaluate("log => log.scrollTo(0, 0)")
+    page.screenshot(path=str(ARTIFACTS / "web-desktop-question.png"), full_page=True)
+    assert page.outside_requests == []
+
+    page.click("#errata-clear")
+    page.wait_for_selector("#errata-sources :text('Sources for the answer appear here')")
+    assert page.locator("#errata-chat [data-testid='bot']").count() == 0
+
+
+def test_phone_width_example_query_fits_the_screen(app, open_page):
+    page = open_page(app.url, PHONE)
+    page.get_by_text("my agent stops with Agent interrupted", exact=True).first.click()
+    page.wait_for_function(
+        "document.querySelector('#errata-query textarea').value === 'my agent stops with Agent interrupted'"
+    )
+    page.press("#errata-query textarea", "Shift+Enter")  # asks, as the placeholder says
+    page.wait_for_selector("#errata-sources .errata-banner", timeout=60_000)
+    page.wait_for_selector("#errata-sources .errata-card")
+
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= PHONE["width"], f"the page scrolls sideways at phone width ({width}px)"
+    chat_box = page.locator("#errata-chat").bounding_box()
+    sources_box = page.locator("#errata-sources").bounding_box()
+    assert sources_box["y"] >= chat_box["y"] + chat_box["height"] - 1  # stacked, sources under the chat
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "web-phone.png"), full_page=True)
+    assert page.outside_requests == []
+
+
+def test_no_confident_match_is_shown_with_the_possibly_related_records(assistant, embedder, tmp_path, open_page):
+    unsure = Assistant(assistant.settings, embedder=embedder, confidence_threshold=1.01)
+    with served(unsure, tmp_path / "feedback.sqlite3") as running:
+        page = open_page(running.url, DESKTOP)
+        ask_in_page(page, "how do I bake sourdough bread")
+        banner = page.wait_for_selector("#errata-sources .errata-banner.unsure", timeout=60_000)
+        assert "No confident match" in banner.inner_text()
+        assert page.locator("#errata-sources .errata-card").count() >= 1
+        assert "No confident match" in page.locator("#errata-chat [data-testid='bot']").last.inner_text()
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "web-no-match.png"), full_page=True)

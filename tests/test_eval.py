@@ -1,0 +1,79 @@
+"""``errata eval``: figures per style, abstention and latency, as a table or one JSON object."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from assistant.evaluate import EvalSetError, evaluate, load_eval_set
+
+PEFT_TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "/work/tune.py", line 31, in <module>\n'
+    "    model = get_peft_model(base, cfg)\n"
+    '  File "/work/.venv/lib/python3.11/site-packages/peft/tuners/tuners_utils.py", line 1046, in inject_adapter\n'
+    "    raise NoMatchingPeftModuleError(error_msg)\n"
+    "peft.utils.other.NoMatchingPeftModuleError: Target modules ['c_fc'] not found in the base model. "
+    "Please check the target modules and try again.\n"
+)
+
+
+@pytest.fixture
+def small_set(tmp_path, assistant):
+    """Three answerable queries written for this test, and two that no record answers."""
+    by_slug = {r.slug: r.id for r in assistant.records}
+    rows = [
+        {"id": "t1", "query": PEFT_TRACEBACK, "style": "traceback", "relevant": [by_slug["target-modules-not-found"]]},
+        {"id": "m1", "query": "smolagents.utils.AgentError: Agent interrupted.", "style": "message",
+         "relevant": ["c6aeeba10bb30da8"]},
+        {"id": "q1", "query": "my LoRA config names modules the model does not have, what should target_modules be?",
+         "style": "question", "relevant": [by_slug["target-modules-not-found"]]},
+        {"id": "n1", "query": 'Exception in thread "main" java.lang.NullPointerException\n\tat Main.main(Main.java:3)',
+         "style": "traceback", "relevant": []},
+        {"id": "n2", "query": "How do I center a div with CSS grid in Safari?", "style": "question", "relevant": []},
+    ]  # fmt: skip
+    path = tmp_path / "small.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_evaluate_scores_a_small_set(assistant, small_set):
+    report = evaluate(assistant, load_eval_set(small_set))
+    assert list(report.styles) == ["traceback", "message", "question", "all"]
+    assert report.styles["all"]["n"] == 3
+    assert report.styles["traceback"]["hit@1"] == 1.0 and report.styles["message"]["hit@1"] == 1.0
+    assert report.styles["question"]["hit@5"] == 1.0
+    assert report.negatives == 2 and report.abstained == 1.0
+    assert report.false_abstention <= 1 / 3
+    assert 0 < report.latency_ms["p50"] <= report.latency_ms["p95"]
+    assert "Hit@1" in report.table() and "abstained on 100.0%" in report.table()
+
+
+def test_cli_eval_prints_the_documented_json_shape(assistant, small_set, bundled_index_dir):
+    result = subprocess.run(
+        [sys.executable, "-m", "assistant.cli", "eval", str(small_set), "--json", "--index", str(bundled_index_dir)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert set(out) == {"styles", "abstention", "latency_ms"}
+    assert set(out["styles"]["all"]) == {"n", "hit@1", "hit@5", "mrr@10"}
+    assert set(out["abstention"]) == {"negatives", "abstained", "false_abstention"}
+    assert out["abstention"]["negatives"] == 2
+    assert set(out["latency_ms"]) == {"p50", "p95"}
+
+
+def test_cli_eval_says_which_line_is_malformed(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"query": "x", "relevant": []}\nnot json\n')
+    with pytest.raises(EvalSetError, match=r"bad.jsonl:2"):
+        load_eval_set(bad)
+    result = subprocess.run(
+        [sys.executable, "-m", "assistant.cli", "eval", str(bad)], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 2 and "bad.jsonl:2" in result.stderr and "Traceback" not in result.stderr

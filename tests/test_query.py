@@ -1,0 +1,154 @@
+"""The parser on every shape people paste: tracebacks (chained, multi-line), log lines, fences, prose."""
+
+from assistant import parse_query
+
+CHAINED = """Traceback (most recent call last):
+  File "/srv/app/.venv/lib/python3.12/site-packages/widgetlib/io.py", line 40, in read_config
+    return json.loads(raw)
+  File "/usr/lib/python3.12/json/__init__.py", line 346, in loads
+    return _default_decoder.decode(s)
+json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/srv/app/main.py", line 12, in <module>
+    cfg = widgetlib.load("settings.json")
+  File "/srv/app/.venv/lib/python3.12/site-packages/widgetlib/config.py", line 88, in load
+    raise ConfigError(f"cannot parse {path}") from exc
+widgetlib.errors.ConfigError: cannot parse settings.json
+"""
+
+DURING_HANDLING = """Traceback (most recent call last):
+  File "/home/kim/job.py", line 5, in run
+    value = cache["token"]
+KeyError: 'token'
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "/home/kim/job.py", line 9, in <module>
+    run()
+  File "/home/kim/job.py", line 7, in run
+    raise RuntimeError("no token in the cache")
+RuntimeError: no token in the cache
+"""
+
+MULTI_LINE = """Traceback (most recent call last):
+  File "/opt/svc/models.py", line 30, in <module>
+    Order(quantity="many")
+  File "/opt/venv/lib/python3.11/dist-packages/pydantic/main.py", line 212, in __init__
+    validated_self = self.__pydantic_validator__.validate_python(data, self_instance=self)
+pydantic_core._pydantic_core.ValidationError: 1 validation error for Order
+quantity
+  Input should be a valid integer, unable to parse string as an integer [type=int_parsing]
+"""
+
+
+def test_chained_traceback_keeps_the_last_exception_and_the_cause():
+    q = parse_query(CHAINED)
+    assert q.kind == "traceback"
+    assert q.exception_class == "ConfigError"
+    assert q.exception_qualname == "widgetlib.errors.ConfigError"
+    assert q.message == "cannot parse settings.json"
+    assert q.error_line == "ConfigError: cannot parse settings.json"
+    assert q.causes == ("JSONDecodeError: Expecting value: line 1 column 1 (char 0)",)
+    assert [f.function for f in q.frames] == ["read_config", "loads", "<module>", "load"]
+    assert q.frames[-1].line == 88
+    assert q.libraries == ("widgetlib",)
+
+
+def test_during_handling_chain_takes_the_final_error():
+    q = parse_query(DURING_HANDLING)
+    assert (q.kind, q.exception_class, q.message) == ("traceback", "RuntimeError", "no token in the cache")
+    assert q.causes == ("KeyError: 'token'",)
+    assert q.libraries == ()
+
+
+def test_multi_line_message_is_joined_and_dist_packages_give_the_library():
+    q = parse_query(MULTI_LINE)
+    assert q.exception_class == "ValidationError"
+    assert q.message.startswith("1 validation error for Order\nquantity\nInput should be a valid integer")
+    assert q.libraries == ("pydantic", "pydantic_core")
+
+
+def test_bare_error_line_and_dotted_class_without_error_suffix():
+    q = parse_query("httpx.ConnectTimeout: timed out")
+    assert (q.kind, q.exception_class, q.exception_qualname, q.message) == (
+        "message",
+        "ConnectTimeout",
+        "httpx.ConnectTimeout",
+        "timed out",
+    )
+    assert q.libraries == ("httpx",)
+    q = parse_query("agentkit.exceptions.UnexpectedModelBehavior: the model replied with nothing")
+    assert q.exception_class == "UnexpectedModelBehavior" and q.message == "the model replied with nothing"
+
+
+def test_log_lines_with_timestamps_and_levels():
+    q = parse_query("2025-03-02 10:14:07,512 - widgetlib.client - WARNING - Retrying request to /v1/items in 2s")
+    assert (q.kind, q.level, q.message) == ("log", "WARNING", "Retrying request to /v1/items in 2s")
+    q = parse_query("[2025-03-02T10:14:07Z] ERROR root: ValueError: port must be between 1 and 65535")
+    assert (q.kind, q.exception_class, q.message) == ("log", "ValueError", "port must be between 1 and 65535")
+    q = parse_query("ERROR:widgetlib.server.Handler:Failed to run a middleware (error: boom)")
+    assert (q.kind, q.message) == ("log", "Failed to run a middleware (error: boom)")
+
+
+def test_warnings_output_names_the_class_and_the_library():
+    text = (
+        "/home/dev/.venv/lib/python3.11/site-packages/widgetlib/api.py:77: FutureWarning: `size` is deprecated, "
+        "use `length` instead\n  warnings.warn(\n"
+    )
+    q = parse_query(text)
+    assert (q.kind, q.exception_class) == ("log", "FutureWarning")
+    assert q.message == "`size` is deprecated, use `length` instead"
+    assert q.libraries == ("widgetlib",)
+
+
+def test_markdown_and_slack_fences_are_removed():
+    md = (
+        "```python\nTraceback (most recent call last):\n"
+        '  File "x.py", line 1, in <module>\nZeroDivisionError: division by zero\n```'
+    )
+    q = parse_query(md)
+    assert (q.kind, q.exception_class, q.message) == ("traceback", "ZeroDivisionError", "division by zero")
+    assert "```" not in q.text
+    slack = "```TypeError: unsupported operand type(s) for +: 'int' and 'str'```"
+    q = parse_query(slack)
+    assert (q.kind, q.exception_class) == ("message", "TypeError")
+    assert q.message == "unsupported operand type(s) for +: 'int' and 'str'"
+
+
+def test_prose_question_is_a_question_and_keeps_a_quoted_error():
+    q = parse_query("How do I make my uploads retry when the server hangs up?")
+    assert q.kind == "question" and q.exception_class is None and q.message is None
+    q = parse_query("why does widgetlib raise ValueError: bad mode 'x' when I pass mode='x' to connect()?")
+    assert q.kind == "question"
+    assert q.exception_class == "ValueError"
+    assert q.message.startswith("bad mode 'x'")
+
+
+def test_mixed_text_with_a_traceback_in_the_middle():
+    text = (
+        "hey all, our nightly job broke after the upgrade:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "/ci/.venv/lib/python3.10/site-packages/widgetlib/sync.py", line 14, in push\n'
+        "    raise PermissionError(f'token lacks scope {scope}')\n"
+        "PermissionError: token lacks scope write\n\n"
+        "any idea what changed? we did not touch the token"
+    )
+    q = parse_query(text)
+    assert (q.kind, q.exception_class, q.message) == ("traceback", "PermissionError", "token lacks scope write")
+    assert q.libraries == ("widgetlib",)
+
+
+def test_empty_and_truncated_pastes():
+    assert parse_query("  \n ").kind == "empty"
+    q = parse_query("line\n" * 10_000 + "KeyError: 'x'", max_chars=1_000)
+    assert q.truncated and q.exception_class == "KeyError"
+    assert any("longer than" in note for note in q.notes)
+
+
+def test_prose_with_a_colon_is_not_an_exception():
+    q = parse_query("Note: the retry loop never stops")
+    assert q.exception_class is None

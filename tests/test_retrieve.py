@@ -1,0 +1,234 @@
+"""The Retriever: each signal finds its record on its own, patterns are guarded, and errata abstains."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+import pytest
+
+from assistant import parse_query
+from assistant.index import open_index
+from assistant.records import load_records
+from assistant.retrieve import FEATURES, Retriever, library_names, literal_chars
+
+
+def _record(rid: str, repo: str, slug: str, cls: str, message: str, pattern: str, path: str, doc: str) -> dict:
+    return {
+        "id": rid,
+        "repo": repo,
+        "slug": slug,
+        "errorMessage": message,
+        "messagePattern": pattern,
+        "errorType": "exception",
+        "errorClass": cls,
+        "filePath": path,
+        "lineNumber": 10,
+        "documentation": doc,
+        "solutions": ["read the documentation"],
+        "tags": [repo.split("/")[1], "test"],
+    }
+
+
+RECORDS = [
+    _record(
+        "a000000000000001",
+        "acme/widgetlib",
+        "no-frobnicator",
+        "WidgetError",
+        "Widget {name} has no frobnicator configured",
+        r"Widget .+? has no frobnicator configured",
+        "src/widgetlib/core.py",
+        "Raised when a widget is used before a frobnicator was attached to it.",
+    ),
+    _record(
+        "a000000000000002",
+        "acme/widgetlib",
+        "sprocket-size",
+        "ValueError",
+        "Sprocket size must be positive, got {n}",
+        r"Sprocket size must be positive, got -?\d+",
+        "src/widgetlib/sprocket.py",
+        "Sprocket sizes are lengths in millimetres and cannot be zero or negative.",
+    ),
+    _record(
+        "a000000000000003",
+        "other/gadgetkit",
+        "gadget-mode",
+        "ValueError",
+        "Invalid gadget mode {m}",
+        r"Invalid gadget mode \w+",
+        "gadgetkit/modes.py",
+        "The gadget mode must be one of fast or slow.",
+    ),
+    _record(
+        "a000000000000004",
+        "other/gadgetkit",
+        "handshake-timeout",
+        "TimeoutError",
+        "Gadget handshake timed out after {s} seconds",
+        r"Gadget handshake timed out after [\d.]+ seconds",
+        "gadgetkit/net.py",
+        "The network connection to the gadget server was opened but the server never answered in time, "
+        "so the client gave up waiting.",
+    ),
+    _record(
+        "a000000000000005",
+        "other/gadgetkit",
+        "anything",
+        "ValueError",
+        "{msg}",
+        r".*",
+        "gadgetkit/misc.py",
+        "A catch-all error re-raised with the message of the underlying problem.",
+    ),
+    _record(
+        "a000000000000006",
+        "other/gadgetkit",
+        "slow-pattern",
+        "SlowError",
+        "{x}c",
+        r"(a|aa)+c",
+        "gadgetkit/slow.py",
+        "A record whose pattern backtracks exponentially on long runs of the letter a.",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory, embedder):
+    """A real index (real MiniLM, real FAISS files) over six hand-written records."""
+    folder = tmp_path_factory.mktemp("toy")
+    kb = folder / "kb.jsonl"
+    kb.write_text("".join(json.dumps({"record": r, "datasetVersion": "test"}) + "\n" for r in RECORDS))
+    records = load_records([kb], strict=True)
+    index, _report = open_index(records, embedder, folder / "index")
+    return records, index
+
+
+def _only(signal: str, toy, embedder) -> Retriever:
+    records, index = toy
+    weights = {model: {signal: 1.0} for model in ("error", "prose")}
+    return Retriever(records, embedder, index, weights=weights)
+
+
+def _top(retriever: Retriever, text: str) -> str:
+    return retriever.retrieve(parse_query(text), 3).hits[0].record.slug
+
+
+def test_pattern_alone_prefers_the_more_specific_pattern(toy, embedder):
+    retriever = _only("pattern_specificity", toy, embedder)
+    # Both "sprocket-size" and the catch-all ".*" match; the one pinning more characters wins.
+    assert _top(retriever, "ValueError: Sprocket size must be positive, got -3") == "sprocket-size"
+    hit = retriever.retrieve(parse_query("ValueError: Sprocket size must be positive, got -3"), 1).hits[0]
+    assert "pattern" in hit.why
+
+
+def test_class_alone_finds_the_only_record_of_a_rare_class(toy, embedder):
+    assert _top(_only("class_rarity", toy, embedder), "WidgetError: something entirely new") == "no-frobnicator"
+
+
+def test_library_alone_follows_the_site_packages_frames(toy, embedder):
+    traceback = (
+        "Traceback (most recent call last):\n"
+        '  File "/app/.venv/lib/python3.11/site-packages/gadgetkit/client.py", line 3, in run\n'
+        "    raise OSError('boom')\n"
+        "OSError: boom\n"
+    )
+    retriever = _only("library_seen", toy, embedder)
+    hits = retriever.retrieve(parse_query(traceback), 3).hits
+    assert hits[0].record.repo == "other/gadgetkit" and "library" in hits[0].why
+
+
+def test_raising_file_alone_finds_the_record_raised_in_that_file(toy, embedder):
+    traceback = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3/dist-packages/gadgetkit/modes.py", line 10, in set_mode\n'
+        "    raise ValueError(msg)\n"
+        "ValueError: something\n"
+    )
+    assert _top(_only("raising_file", toy, embedder), traceback) == "gadget-mode"
+
+
+def test_lexical_alone_matches_rare_words(toy, embedder):
+    assert _top(_only("lexical_all", toy, embedder), "what is a frobnicator and why does mine fail?") == (
+        "no-frobnicator"
+    )
+
+
+def test_dense_alone_understands_a_paraphrase(toy, embedder):
+    question = "my client connects to the device server but it never responds, so it stops waiting. why?"
+    assert _top(_only("dense", toy, embedder), question) == "handshake-timeout"
+
+
+def test_learned_weights_rank_an_exact_pattern_match_first(toy, embedder):
+    records, index = toy
+    retriever = Retriever(records, embedder, index)
+    retrieval = retriever.retrieve(
+        parse_query("gadgetkit.errors.TimeoutError: Gadget handshake timed out after 2.5 seconds")
+    )
+    assert retrieval.hits[0].record.slug == "handshake-timeout"
+    assert {"pattern", "class", "library"} <= set(retrieval.hits[0].why)
+    assert retrieval.hits == sorted(retrieval.hits, key=lambda h: h.score, reverse=True)
+
+
+def test_a_pattern_that_backtracks_for_seconds_is_cut_off(toy, embedder, caplog):
+    records, index = toy
+    retriever = Retriever(records, embedder, index)
+    query = parse_query("SlowError: " + "a" * 60)
+    caplog.set_level(logging.WARNING, logger="assistant.retrieve")
+    start = time.perf_counter()
+    retriever.retrieve(query)
+    assert time.perf_counter() - start < 5.0  # unguarded, (a|aa)+c on 60 letters runs for hours
+    assert any("backtracks" in r.getMessage() for r in caplog.records)
+    start = time.perf_counter()
+    retriever.retrieve(query)  # the slow pattern is no longer tried
+    assert time.perf_counter() - start < 1.0
+
+
+def test_literal_chars_measures_how_specific_a_pattern_is():
+    assert literal_chars(r"Invalid gadget mode \w+") == len("Invalid gadget mode ")
+    assert literal_chars(r".*") == 0
+    assert literal_chars(r"got \(\d+\) items?") == len("got () item")
+
+
+def test_library_names_keep_import_names_apart():
+    records = load_records([__import__("assistant").settings.BUNDLED_KB_DIR])
+    names = library_names(records)
+    assert "pydantic_ai" in names["pydantic/pydantic-ai"] and "pydantic" in names["pydantic/pydantic"]
+    assert "pydantic" not in names["pydantic/pydantic-ai"]
+    assert "sentence_transformers" in names["UKPLab/sentence-transformers"]
+
+
+def test_bundled_kb_traceback_is_answered_with_confidence(assistant):
+    traceback = (
+        "Traceback (most recent call last):\n"
+        '  File "/work/tune.py", line 31, in <module>\n'
+        "    model = get_peft_model(base, LoraConfig(target_modules=['q_lin', 'v_lin']))\n"
+        '  File "/work/.venv/lib/python3.11/site-packages/peft/tuners/tuners_utils.py", line 1046, in inject_adapter\n'
+        "    raise NoMatchingPeftModuleError(error_msg)\n"
+        "peft.utils.other.NoMatchingPeftModuleError: Target modules ['q_lin', 'v_lin'] not found in the base "
+        "model. Please check the target modules and try again.\n"
+    )
+    query, retrieval = assistant.retrieve(traceback)
+    assert retrieval.hits[0].record.slug == "target-modules-not-found"
+    assert retrieval.confident and retrieval.confidence >= assistant.settings.confidence_threshold
+    assert {"pattern", "class", "library"} <= set(retrieval.hits[0].why)
+
+
+def test_abstains_on_an_unrelated_java_error(assistant):
+    java = (
+        'Exception in thread "main" java.lang.NullPointerException: Cannot invoke "String.length()" because '
+        '"name" is null\n'
+        "\tat com.example.billing.InvoiceService.render(InvoiceService.java:42)\n"
+        "\tat com.example.billing.Main.main(Main.java:17)\n"
+    )
+    _query, retrieval = assistant.retrieve(java)
+    assert not retrieval.confident
+    assert retrieval.confidence < assistant.settings.confidence_threshold
+    assert retrieval.hits  # the nearest records are still shown as possibly related
+
+
+def test_every_feature_has_a_name():
+    assert len(FEATURES) == len(set(FEATURES))

@@ -1,0 +1,120 @@
+"""Index type by size, memory-mapped loading, and builds that resume after an interruption."""
+
+import json
+import shutil
+
+import faiss
+import numpy as np
+import pytest
+
+from assistant import load_records
+from assistant.index import (
+    EMBEDDINGS_NAME,
+    MANIFEST_NAME,
+    PARTIAL_DIR,
+    exact_top_k,
+    load_index,
+    open_index,
+    recall_at_k,
+)
+from assistant.settings import BUNDLED_KB_DIR
+
+from .conftest import DEV_SET, read_lines
+
+
+class InterruptedEmbedder:
+    """The real embedder, stopped by a Ctrl-C after ``batches`` calls, counting what it encoded."""
+
+    def __init__(self, real, batches=None):
+        self.real = real
+        self.model_id = real.model_id
+        self.batches = batches
+        self.encoded = 0
+
+    def encode_records(self, records, show_progress=False):
+        if self.batches is not None and self.batches == 0:
+            raise KeyboardInterrupt
+        if self.batches is not None:
+            self.batches -= 1
+        self.encoded += len(records)
+        return self.real.encode_records(records, show_progress=show_progress)
+
+
+@pytest.fixture
+def bundled_copy(assistant, bundled_index_dir, tmp_path):
+    """A private copy of the bundled index (exact), so a test can rebuild it without re-embedding."""
+    copy = tmp_path / "index"
+    shutil.copytree(bundled_index_dir, copy)
+    return copy
+
+
+def test_past_the_exact_limit_an_ivf_index_keeps_recall_and_is_memory_mapped(assistant, embedder, bundled_copy):
+    records = assistant.records
+    counting = InterruptedEmbedder(embedder)
+    index, report = open_index(records, counting, bundled_copy, exact_limit=100)
+    assert report.rebuilt and "index type" in report.reason
+    assert counting.encoded == 0  # every vector came from the embedding cache
+
+    manifest = json.loads((bundled_copy / MANIFEST_NAME).read_text())
+    assert manifest["index_type"] == "ivf-sq8"
+    params = manifest["index_params"]
+    assert params["nlist"] >= 8 and 1 <= params["nprobe"] <= params["nlist"] and params["refine"] >= 1
+    assert params["calibrated_recall_at_10"] >= 0.98
+
+    queries = embedder.encode([row["query"] for row in read_lines(DEV_SET)[:120]])
+    vectors = np.load(bundled_copy / EMBEDDINGS_NAME)
+    exact = exact_top_k(vectors, queries, 10)
+    served = load_index(bundled_copy, embedder.model_id)  # what a replica loads: no records needed
+    scores, rows = served.search(queries, 10)
+    assert recall_at_k(rows, exact) >= 0.98
+    assert np.allclose(scores[:, 0], np.sum(vectors[rows[:, 0]] * queries, axis=1), atol=1e-5)  # exact scores
+    ivf = faiss.extract_index_ivf(served.faiss_index)
+    assert isinstance(faiss.downcast_InvertedLists(ivf.invlists), faiss.OnDiskInvertedLists)  # mapped, not read
+    assert ivf.nprobe == params["nprobe"]
+
+    again, report = open_index(records, counting, bundled_copy, exact_limit=100)
+    assert not report.rebuilt and again.index_type == "ivf-sq8"
+    assert assistant.search("Agent interrupted.")[0].record.id == "c6aeeba10bb30da8"
+
+
+def test_an_interrupted_build_resumes_without_re_embedding(tmp_path, embedder):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    shutil.copy(BUNDLED_KB_DIR / "huggingface__peft.jsonl", kb)
+    records = load_records(kb)
+    index_dir = tmp_path / "index"
+
+    stopping = InterruptedEmbedder(embedder, batches=2)
+    with pytest.raises(KeyboardInterrupt):
+        open_index(records, stopping, index_dir, chunk_records=8)
+    assert stopping.encoded == 16
+    assert not (index_dir / MANIFEST_NAME).exists()
+    assert len((index_dir / PARTIAL_DIR / "keys.txt").read_text().splitlines()) == 16
+
+    resuming = InterruptedEmbedder(embedder)
+    index, report = open_index(records, resuming, index_dir, chunk_records=8)
+    assert report.rebuilt and resuming.encoded == len(records) - 16 == report.embedded
+    assert not (index_dir / PARTIAL_DIR).exists()
+    stored = np.load(index_dir / EMBEDDINGS_NAME)
+    assert np.allclose(stored, embedder.encode_records(records), atol=1e-5)
+    assert index.search(stored[5], 1)[1][0, 0] == 5
+
+
+def test_a_half_written_batch_is_dropped_on_resume(tmp_path, embedder):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    shutil.copy(BUNDLED_KB_DIR / "huggingface__peft.jsonl", kb)
+    records = load_records(kb)[:20]
+    index_dir = tmp_path / "index"
+    with pytest.raises(KeyboardInterrupt):
+        open_index(records, InterruptedEmbedder(embedder, batches=1), index_dir, chunk_records=8)
+    partial = index_dir / PARTIAL_DIR
+    with open(partial / "vectors.f32", "ab") as handle:  # a crash after writing rows, before their keys
+        handle.write(np.ones((3, 384), dtype=np.float32).tobytes())
+    with open(partial / "keys.txt", "a") as handle:  # and a key cut off mid-line
+        handle.write("abc")
+
+    resuming = InterruptedEmbedder(embedder)
+    open_index(records, resuming, index_dir, chunk_records=8)
+    assert resuming.encoded == 12
+    assert np.allclose(np.load(index_dir / EMBEDDINGS_NAME), embedder.encode_records(records), atol=1e-5)
