@@ -10,6 +10,7 @@ from .errors import (
     KnowledgeBaseError,
     LLMError,
 )
+from .index import VectorIndex, load_index, open_index
 from .ingest import IngestReport, ingest_to_file
 from .query import Frame, Query, parse_query
 from .records import Record, load_records
@@ -32,9 +33,12 @@ __all__ = [
     "Query",
     "Record",
     "Settings",
+    "VectorIndex",
     "ask",
     "ingest_to_file",
+    "load_index",
     "load_records",
+    "open_index",
     "parse_query",
     "search",
 ]

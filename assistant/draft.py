@@ -266,7 +266,7 @@ def offline_answer(query: Query, retrieval: Retrieval, note: str | None = None) 
 def _matched(hits: list[Hit]) -> tuple[str, list[Citation]]:
     top = hits[0].record
     blocks = [
-        f"**{top.error_class}: {top.error_message}** ({top.repo}) [1]",
+        f"**{_escape_markdown(f'{top.error_class}: {top.error_message}')}** ({top.repo}) [1]",
         f"**What it means:** {top.documentation} [1]",
     ]
     if top.trigger_scenarios:
@@ -283,7 +283,7 @@ def _matched(hits: list[Hit]) -> tuple[str, list[Citation]]:
     if second is not None:
         other = second.record
         blocks.append(
-            f"**Nearly as likely** [2]: `{other.error_class}: {other.error_message}` ({other.repo}). "
+            f"**Nearly as likely** [2]: {_inline_code(f'{other.error_class}: {other.error_message}')} ({other.repo}). "
             f"{_first_sentence(other.documentation)}"
             + (f" Fix: {other.solutions[0]}" if other.solutions else "")
             + (f" Source: {_source_link(other)}" if other.github_url else "")
@@ -300,7 +300,8 @@ def _no_match(hits: list[Hit]) -> tuple[str, list[Citation]]:
         items = []
         for n, hit in enumerate(related, start=1):
             r = hit.record
-            item = f"- [{n}] `{r.error_class}: {r.error_message}` ({r.repo}): {_first_sentence(r.documentation)}"
+            message = _inline_code(f"{r.error_class}: {r.error_message}")
+            item = f"- [{n}] {message} ({r.repo}): {_first_sentence(r.documentation)}"
             if r.github_url:
                 item += f" Source: {_source_link(r)}"
             items.append(item)
@@ -326,7 +327,21 @@ def _code_block(code: str) -> str:
 
 
 def _source_link(record: Record) -> str:
-    return f"[{record.file_path}:{record.line_number}]({record.github_url})"
+    return f"[{_escape_markdown(record.file_path)}:{record.line_number}]({record.github_url})"
+
+
+def _inline_code(text: str) -> str:
+    """``text`` as inline code, fenced by more backticks than it contains in a row (CommonMark)."""
+    text = " ".join(text.split())
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _escape_markdown(text: str) -> str:
+    """Plain text that markdown shows as written (``__init__.py`` stays ``__init__.py``)."""
+    return re.sub(r"([\\`*_\[\]<>#|])", r"\\\1", text)
 
 
 def _first_sentence(text: str) -> str:

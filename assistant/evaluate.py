@@ -58,9 +58,7 @@ class EvalReport:
         """A readable table of the same figures."""
         lines = [f"{'style':<10} {'n':>5} {'Hit@1':>7} {'Hit@5':>7} {'MRR@10':>7}"]
         for style, row in self.styles.items():
-            lines.append(
-                f"{style:<10} {row['n']:>5} {row['hit@1']:>7.3f} {row['hit@5']:>7.3f} {row['mrr@10']:>7.3f}"
-            )
+            lines.append(f"{style:<10} {row['n']:>5} {row['hit@1']:>7.3f} {row['hit@5']:>7.3f} {row['mrr@10']:>7.3f}")
         lines.append("")
         lines.append(f"no-answer queries: {self.negatives}, abstained on {self.abstained:.1%}")
         lines.append(f"answerable queries wrongly abstained on: {self.false_abstention:.1%}")

@@ -49,9 +49,7 @@ _LEVEL_RE = re.compile(r"(?<![\w])(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITIC
 _LOG_HEAD_RE = re.compile(r"^[\s\[\]()\d:.,TZ+\-/|]*(?:[\w.\-]+\s*[\]:|\-]+\s*)?[\s\[\]()\d:.,TZ+\-/|]*$")
 # What may follow it: separators, then an optional lower-case logger name (``httpx:``, ``root -``).
 _LOG_SEPARATORS_RE = re.compile(r"^[\s\]:|\-]*")
-_LOGGER_RE = re.compile(
-    r"^(?:[a-z_][\w.]*|[A-Za-z_]\w*(?:\.\w+)+)(?::[\w<>]+)*(?::\d+)?(?:\s*(?:\s-|\s\|)\s+|\s*:\s*)"
-)
+_LOGGER_RE = re.compile(r"^(?:[a-z_][\w.]*|[A-Za-z_]\w*(?:\.\w+)+)(?::[\w<>]+)*(?::\d+)?(?:\s*(?:\s-|\s\|)\s+|\s*:\s*)")
 _FENCE_RE = re.compile(r"^\s*```[\w+-]*\s*$|```")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _CHAIN_MARKERS = ("During handling of the above exception", "The above exception was the direct cause")
@@ -287,5 +285,5 @@ def _looks_like_message(text: str) -> bool:
         and not stripped.endswith("?")
         and len(stripped) < 400
         and not _QUESTION_START_RE.match(stripped)
-        and len(stripped.split()) < 40
+        and len(stripped.split()) <= 15  # longer lines without an exception class are prose
     )

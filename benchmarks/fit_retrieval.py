@@ -26,6 +26,7 @@ from assistant.retrieve import CONFIDENCE_FEATURES, FEATURES, Scored, confidence
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "kb" / "eval" / "dev.jsonl"
 L2 = 1e-4
+CONFIDENCE_L2 = 1e-3
 TARGET_FALSE_ABSTENTION = 0.02
 
 
@@ -48,17 +49,25 @@ def fit_softmax(items: list[tuple[np.ndarray, int]], l2: float = L2) -> np.ndarr
     return minimize(loss, np.zeros(x.shape[2]), jac=True, method="L-BFGS-B").x
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = L2) -> np.ndarray:
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float | None = None) -> np.ndarray:
+    """Logistic regression (column 0 is the bias), fitted on standardized columns for a well-posed problem."""
+    l2 = CONFIDENCE_L2 if l2 is None else l2
+    mu, sd = x[:, 1:].mean(axis=0), x[:, 1:].std(axis=0)
+    sd[sd == 0] = 1.0
+    z_x = np.column_stack([x[:, 0], (x[:, 1:] - mu) / sd])
+
     def loss(w: np.ndarray) -> tuple[float, np.ndarray]:
-        z = np.clip(x @ w, -60, 60)
+        z = np.clip(z_x @ w, -60, 60)
         p = 1 / (1 + np.exp(-z))
         ll = -np.mean(y * np.log(p + 1e-12) + (1 - y) * np.log(1 - p + 1e-12))
         reg = l2 * float(w[1:] @ w[1:])
-        g = x.T @ (p - y) / len(y)
+        g = z_x.T @ (p - y) / len(y)
         g[1:] += 2 * l2 * w[1:]
         return ll + reg, g
 
-    return minimize(loss, np.zeros(x.shape[1]), jac=True, method="L-BFGS-B").x
+    w = minimize(loss, np.zeros(x.shape[1]), jac=True, method="L-BFGS-B").x
+    out = np.concatenate([[w[0] - float(np.sum(w[1:] * mu / sd))], w[1:] / sd])
+    return out
 
 
 def choose_threshold(conf: np.ndarray, answerable: np.ndarray) -> float:

@@ -74,7 +74,8 @@ def test_low_confidence_says_no_record_matches_and_lists_the_nearest(assistant):
     assert not answer.grounded
     assert len(answer.citations) == min(3, len(answer.hits))
     for citation, hit in zip(answer.citations, answer.hits[:3], strict=True):
-        assert f"- [{citation.number}] `{hit.record.error_class}: {hit.record.error_message}`" in answer.text
+        shown = " ".join(f"{hit.record.error_class}: {hit.record.error_message}".split())
+        assert f"- [{citation.number}] `" in answer.text and shown in answer.text
         assert citation.record_id == hit.record.id
     assert "**Fix**" not in answer.text
 

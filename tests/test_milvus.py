@@ -80,8 +80,11 @@ def test_milvus_gives_the_same_top_hits_as_faiss_and_updates_incrementally(kb, t
     milvus, report = open_milvus_index(records, counting, uri)
     assert report.rebuilt and counting.encoded == 1 == report.embedded
     assert removed not in milvus.record_ids and len(milvus) == len(records)
-    _, found = milvus.search(embedder.encode(["The llama wandered off the pasture"]), 3)
-    assert milvus.record_ids[found[0, 0]] == rows[0]["record"]["id"]
+    changed = next(r for r in records if r.id == rows[0]["record"]["id"])
+    stored = milvus.client.get(milvus.collection, ids=[changed.id], output_fields=["vector", "text_hash"])
+    assert np.allclose(stored[0]["vector"], embedder.encode_records([changed])[0], atol=1e-5)
+    _, found = milvus.search(embedder.encode_records([changed]), 1)
+    assert milvus.record_ids[found[0, 0]] == changed.id
     stored = milvus.client.query(milvus.collection, filter=f'id == "{removed}"', output_fields=["id"])
     assert list(stored) == []
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from assistant import load_records
+from assistant.embed import Embedder
 from assistant.index import (
     EMBEDDINGS_NAME,
     MANIFEST_NAME,
@@ -118,3 +119,31 @@ def test_a_half_written_batch_is_dropped_on_resume(tmp_path, embedder):
     open_index(records, resuming, index_dir, chunk_records=8)
     assert resuming.encoded == 12
     assert np.allclose(np.load(index_dir / EMBEDDINGS_NAME), embedder.encode_records(records), atol=1e-5)
+
+
+def test_the_int8_embedder_stays_close_to_the_float_model_and_has_its_own_index_id(embedder, small_kb):
+    records = load_records(small_kb)
+    fast = Embedder("bundled:all-MiniLM-L6-v2-int8")
+    assert fast.model_id != embedder.model_id  # an index built with one is never served with the other
+    exact = embedder.encode_records(records[:12])
+    quick = fast.encode_records(records[:12])
+    assert quick.dtype == np.float32 and np.allclose(np.linalg.norm(quick, axis=1), 1, atol=1e-4)
+    assert np.mean(np.sum(exact * quick, axis=1)) > 0.95
+    quantized = [m for m in fast.model.modules() if "quantized" in type(m).__module__]
+    assert len(quantized) >= 4 * 6  # query, key, value, attention output and more in each of 6 layers
+    query = fast.encode(["Agent interrupted."])
+    assert records[int(np.argmax(fast.encode_records(records) @ query[0]))].id == "c6aeeba10bb30da8"
+
+
+def test_records_that_embed_the_same_text_each_get_the_right_vector(tmp_path, embedder):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    rows = read_lines(BUNDLED_KB_DIR / "huggingface__peft.jsonl")[:10]
+    twin = json.loads(json.dumps(rows[2]))
+    twin["record"]["id"], twin["record"]["slug"] = "0123456789abcdef", twin["record"]["slug"] + "-twin"
+    rows.insert(5, twin)  # same embedded text as rows[2], a batch apart
+    (kb / "peft.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    records = load_records(kb)
+    open_index(records, InterruptedEmbedder(embedder), tmp_path / "index", chunk_records=4)
+    stored = np.load(tmp_path / "index" / EMBEDDINGS_NAME)
+    assert np.allclose(stored, embedder.encode_records(records), atol=1e-5)
