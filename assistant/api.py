@@ -62,6 +62,8 @@ class Assistant:
             self.vector_index,
             confidence_threshold=self.settings.confidence_threshold,
         )
+        if self.settings.serve_threads > 0:
+            _set_torch_threads(self.settings.serve_threads)
 
     def parse(self, text: str | bytes) -> Query:
         return parse_query(text, max_chars=self.settings.max_query_chars)
@@ -90,6 +92,13 @@ class Assistant:
         """
         query, retrieval = self.retrieve(text, k)
         yield from stream_answer(query, retrieval, ChatModel.from_settings(self.settings))
+
+
+def _set_torch_threads(count: int) -> None:
+    """Builds (above) use every core; serving encodes one short query at a time (see ``serve_threads``)."""
+    import torch
+
+    torch.set_num_threads(count)
 
 
 _default: Assistant | None = None

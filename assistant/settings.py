@@ -53,6 +53,9 @@ class Settings:
     confidence_threshold: float = 0.79
     # Pasted text beyond this many characters is cut (keeping the end, where the error line is).
     max_query_chars: int = 20_000
+    # Torch threads once an Assistant is serving: one query at a time is encoded fastest on one thread,
+    # and concurrent requests then use the other cores instead of fighting over them. 0 leaves torch as is.
+    serve_threads: int = 1
     # LLM drafting (None means the offline drafter).
     model: str | None = None
     api_base: str | None = None
