@@ -22,13 +22,11 @@ Both FAISS files are memory-mapped when loaded, so replicas on one machine share
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -39,9 +37,45 @@ from typing import Any
 import faiss
 import numpy as np
 
+from .ann import (
+    EXACT_LIMIT,
+    ROWS_PER_STEP,
+    TARGET_RECALL,
+    build_faiss_index,
+    exact_top_k,
+    index_type_for,
+    make_faiss_index,
+    read_rows,
+    recall_at_k,
+    refined_search,
+)
+from .diskfiles import atomic_path, build_lock, describe_file, file_matches
 from .embed import Embedder, record_text
 from .errors import ConfigurationError, IndexBuildError
 from .records import Record
+
+__all__ = [
+    "EMBEDDINGS_NAME",
+    "EXACT_LIMIT",
+    "MANIFEST_NAME",
+    "PARTIAL_DIR",
+    "TARGET_RECALL",
+    "VECTORS_NAME",
+    "BuildReport",
+    "VectorIndex",
+    "build_faiss_index",
+    "embed_in_chunks",
+    "embedding_key",
+    "exact_top_k",
+    "import_embeddings",
+    "index_type_for",
+    "load_index",
+    "make_faiss_index",
+    "open_index",
+    "read_rows",
+    "recall_at_k",
+    "refined_search",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -50,11 +84,7 @@ VECTORS_NAME = "vectors.faiss"
 EMBEDDINGS_NAME = "embeddings.npy"
 PARTIAL_DIR = ".partial"
 FORMAT_VERSION = 2
-EXACT_LIMIT = 100_000  # up to this many records the index is exact
-TARGET_RECALL = 0.99  # recall@10 the ANN index is calibrated to (the promise is 0.98; this leaves margin)
 CHUNK_RECORDS = 2048  # records embedded (and saved to .partial) per step
-_CHECKSUM_LIMIT = 256 * 1024 * 1024  # larger files are checked by size only
-_ROWS_PER_STEP = 65_536  # rows copied or added to FAISS per step, bounding memory during a build
 
 
 @dataclass
@@ -116,40 +146,6 @@ class VectorIndex:
         return self.faiss_index.search(queries, k)
 
 
-def refined_search(
-    faiss_index: faiss.Index, vectors: np.ndarray, queries: np.ndarray, k: int, refine: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """``refine * k`` candidates from the approximate index, re-ranked by their exact inner product."""
-    depth = min(faiss_index.ntotal, k * refine)
-    _, candidates = faiss_index.search(queries, depth)
-    scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
-    rows = np.full((len(queries), k), -1, dtype=np.int64)
-    for q, found in enumerate(candidates):
-        found = np.unique(found[found >= 0])  # sorted: the rows are read in file order
-        exact = read_rows(vectors, found) @ queries[q]
-        best = np.argsort(-exact, kind="stable")[:k]
-        scores[q, : len(best)] = exact[best]
-        rows[q, : len(best)] = found[best]
-    return scores, rows
-
-
-def read_rows(vectors: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``vectors[rows]`` as float32; from a memory-mapped file, read with ``pread`` instead.
-
-    Reading through the map would make the kernel map whole runs of pages around each row into the
-    process: a few hundred searches over a million rows then hold the entire file as resident memory.
-    """
-    if not isinstance(vectors, np.memmap) or not vectors.filename or len(rows) == 0:
-        return np.asarray(vectors[rows], dtype=np.float32)
-    width = vectors.shape[1] * vectors.dtype.itemsize
-    fd = os.open(vectors.filename, os.O_RDONLY)
-    try:
-        data = b"".join(os.pread(fd, width, vectors.offset + int(row) * width) for row in rows)
-    finally:
-        os.close(fd)
-    return np.frombuffer(data, dtype=vectors.dtype).reshape(len(rows), -1).astype(np.float32, copy=False)
-
-
 def open_index(
     records: Sequence[Record],
     embedder: Embedder,
@@ -173,7 +169,7 @@ def open_index(
     hashes = [r.content_hash for r in records]
     text_hashes = [embedding_key(r) for r in records]
     ids = [r.id for r in records]
-    with _build_lock(index_dir):
+    with build_lock(index_dir):
         manifest, reason = (None, "forced rebuild") if force else _read_manifest(index_dir, embedder)
         if manifest is not None and (manifest["ids"], manifest["hashes"], manifest["text_hashes"]) == (
             ids,
@@ -254,99 +250,6 @@ def import_embeddings(index_dir: Path, embedder_id: str, keys: Sequence[str], ve
     _PartialEmbeddings(Path(index_dir) / PARTIAL_DIR, embedder_id).append(keys, vectors)
 
 
-def index_type_for(count: int, exact_limit: int = EXACT_LIMIT) -> str:
-    """Exact search up to ``exact_limit`` records, an IVF index beyond."""
-    return "flat-ip" if count <= exact_limit else "ivf-sq8"
-
-
-def make_faiss_index(vectors: np.ndarray) -> faiss.Index:
-    """Exact inner-product search: with normalized vectors, the score is the cosine similarity."""
-    index = faiss.IndexFlatIP(vectors.shape[1])
-    for start in range(0, len(vectors), _ROWS_PER_STEP):
-        index.add(np.ascontiguousarray(vectors[start : start + _ROWS_PER_STEP], dtype=np.float32))
-    return index
-
-
-def build_faiss_index(
-    vectors: np.ndarray, *, exact_limit: int = EXACT_LIMIT, target_recall: float = TARGET_RECALL
-) -> tuple[faiss.Index, dict[str, Any]]:
-    """The index type for this many vectors and its parameters (recorded in the manifest).
-
-    Up to ``exact_limit`` rows: exact search, a few milliseconds per query at 100k. Beyond: IVF with
-    8-bit scalar quantization (a quarter of the float size, and its lists can be memory-mapped), its
-    candidates re-scored exactly from ``embeddings.npy``; ``nprobe`` is the smallest that reaches
-    ``target_recall`` (recall@10 against exact search) on a sample of perturbed rows. IVF rather than
-    HNSW because it builds a million rows in minutes on two cores, where HNSW takes about an hour.
-    """
-    count = len(vectors)
-    if index_type_for(count, exact_limit) == "flat-ip":
-        return make_faiss_index(vectors), {"type": "flat-ip"}
-    started = time.perf_counter()
-    dimension = vectors.shape[1]
-    nlist = int(2 ** round(np.log2(2 * np.sqrt(count))))
-    rng = np.random.default_rng(0)
-    sample = np.sort(rng.choice(count, size=min(count, 40 * nlist), replace=False))
-    index = faiss.IndexIVFScalarQuantizer(
-        faiss.IndexFlatIP(dimension), dimension, nlist, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
-    )
-    index.cp.niter = 15
-    index.train(np.ascontiguousarray(vectors[sample], dtype=np.float32))
-    for start in range(0, count, _ROWS_PER_STEP):
-        index.add(np.ascontiguousarray(vectors[start : start + _ROWS_PER_STEP], dtype=np.float32))
-    params: dict[str, Any] = {"type": "ivf-sq8", "nlist": nlist, "refine": 4}
-    params.update(_calibrate_nprobe(index, vectors, target_recall, refine=4))
-    params["build_seconds"] = round(time.perf_counter() - started, 1)
-    index.nprobe = params["nprobe"]
-    return index, params
-
-
-def exact_top_k(vectors: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
-    """Rows of the exact ``k`` nearest vectors for each query, scanning ``vectors`` in slices."""
-    best_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
-    best_rows = np.full((len(queries), k), -1, dtype=np.int64)
-    for start in range(0, len(vectors), _ROWS_PER_STEP):
-        block = np.asarray(vectors[start : start + _ROWS_PER_STEP], dtype=np.float32)
-        scores = queries @ block.T
-        top = np.argpartition(-scores, min(k, scores.shape[1] - 1), axis=1)[:, :k]
-        merged_scores = np.concatenate([best_scores, np.take_along_axis(scores, top, 1)], axis=1)
-        merged_rows = np.concatenate([best_rows, top + start], axis=1)
-        order = np.argsort(-merged_scores, axis=1, kind="stable")[:, :k]
-        best_scores = np.take_along_axis(merged_scores, order, 1)
-        best_rows = np.take_along_axis(merged_rows, order, 1)
-    return best_rows
-
-
-def recall_at_k(found: np.ndarray, exact: np.ndarray) -> float:
-    """Mean share of the exact top-k rows that a search found."""
-    return float(np.mean([len(set(f.tolist()) & set(e.tolist())) / len(e) for f, e in zip(found, exact, strict=True)]))
-
-
-def _calibrate_nprobe(index: faiss.Index, vectors: np.ndarray, target: float, *, refine: int) -> dict[str, Any]:
-    rng = np.random.default_rng(1)
-    rows = rng.choice(len(vectors), size=min(len(vectors), 200), replace=False)
-    queries = np.asarray(vectors[np.sort(rows)], dtype=np.float32)
-    # Noise 1.5 times the row (cosine ~0.55 to it): pasted errors sit about that far from their record
-    # (dev queries: 0.62 to the first hit, 0.42 to the tenth), where the top 10 are closer together and
-    # harder to find than a row's own neighbours.
-    queries = queries + rng.normal(scale=1.5 / np.sqrt(queries.shape[1]), size=queries.shape).astype(np.float32)
-    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
-    exact = exact_top_k(vectors, queries, 10)
-    recall = 0.0
-    nprobe = 8
-    while nprobe <= index.nlist:
-        index.nprobe = nprobe
-        recall = recall_at_k(refined_search(index, vectors, queries, 10, refine)[1], exact)
-        if recall >= target:
-            break
-        nprobe *= 2
-    # Real queries are more spread out than these: serve with twice the probes the sample needed.
-    return {
-        "nprobe": min(2 * nprobe, index.nlist),
-        "nprobe_at_target": min(nprobe, index.nlist),
-        "calibrated_recall_at_10": round(recall, 4),
-    }
-
-
 class _EmbeddingCache:
     """The vectors of the previous build, memory-mapped and found by the hash of their text."""
 
@@ -359,7 +262,7 @@ class _EmbeddingCache:
         if manifest is None:
             return cls(None, {})
         path = index_dir / EMBEDDINGS_NAME
-        if not _file_ok(path, manifest.get("files", {}).get(EMBEDDINGS_NAME)):
+        if not file_matches(path, manifest.get("files", {}).get(EMBEDDINGS_NAME)):
             logger.warning("embedding cache %s is missing or damaged; re-embedding every record", path)
             return cls(None, {})
         try:
@@ -476,6 +379,27 @@ class _PartialEmbeddings:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+def embed_in_chunks(
+    records: Sequence[Record], embedder: Embedder, chunk_records: int, show_progress: bool
+) -> Iterator[tuple[int, Sequence[Record], np.ndarray]]:
+    """``(start, batch, vectors)`` a chunk at a time, with a progress bar: the caller saves each chunk
+    before the next is embedded, so an interrupted build loses at most one chunk."""
+    progress = None
+    if show_progress and records:
+        from tqdm import tqdm
+
+        progress = tqdm(total=len(records), desc="embedding records", unit="rec")
+    try:
+        for start in range(0, len(records), chunk_records):
+            batch = records[start : start + chunk_records]
+            yield start, batch, embedder.encode_records(batch)
+            if progress is not None:
+                progress.update(len(batch))
+    finally:
+        if progress is not None:
+            progress.close()
+
+
 def _embed_into(
     partial: _PartialEmbeddings,
     records: Sequence[Record],
@@ -484,19 +408,8 @@ def _embed_into(
     chunk_records: int,
     show_progress: bool,
 ) -> None:
-    """Embed ``records`` a chunk at a time, each chunk saved before the next starts."""
-    progress = None
-    if show_progress and records:
-        from tqdm import tqdm
-
-        progress = tqdm(total=len(records), desc="embedding records", unit="rec")
-    for start in range(0, len(records), chunk_records):
-        batch = records[start : start + chunk_records]
-        partial.append(keys[start : start + chunk_records], embedder.encode_records(batch))
-        if progress is not None:
-            progress.update(len(batch))
-    if progress is not None:
-        progress.close()
+    for start, batch, vectors in embed_in_chunks(records, embedder, chunk_records, show_progress):
+        partial.append(keys[start : start + len(batch)], vectors)
 
 
 def _write_embeddings(
@@ -505,14 +418,14 @@ def _write_embeddings(
     """Write ``embeddings.npy`` row by row from the old cache and the new vectors; return it mapped."""
     try:
         index_dir.mkdir(parents=True, exist_ok=True)
-        with _atomic_path(index_dir / EMBEDDINGS_NAME) as tmp:
+        with atomic_path(index_dir / EMBEDDINGS_NAME) as tmp:
             if not text_hashes:  # a zero-length file cannot be memory-mapped
                 with open(tmp, "wb") as handle:
                     np.save(handle, np.zeros((0, dimension), dtype=np.float32), allow_pickle=False)
                 return np.zeros((0, dimension), dtype=np.float32)
             out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(len(text_hashes), dimension))
-            for start in range(0, len(text_hashes), _ROWS_PER_STEP):
-                keys = text_hashes[start : start + _ROWS_PER_STEP]
+            for start in range(0, len(text_hashes), ROWS_PER_STEP):
+                keys = text_hashes[start : start + ROWS_PER_STEP]
                 out[start : start + len(keys)] = [partial[h] if h in partial else cache[h] for h in keys]
             out.flush()
             del out
@@ -572,22 +485,16 @@ def _compact(strings: list[str]) -> list[str]:
     return joined.split("\n")
 
 
-def _file_ok(path: Path, expected: dict[str, Any] | None) -> bool:
-    if not expected or not path.exists() or path.stat().st_size != expected.get("size"):
-        return False
-    return expected.get("sha256") is None or _sha256(path) == expected["sha256"]
-
-
 def _load(index_dir: Path, manifest: dict[str, Any]) -> VectorIndex | None:
     """The saved index, memory-mapped, or ``None`` when its files do not match the manifest."""
     path = index_dir / VECTORS_NAME
     files = manifest.get("files", {})
-    if not _file_ok(path, files.get(VECTORS_NAME)):
+    if not file_matches(path, files.get(VECTORS_NAME)):
         return None
     needs_vectors = bool((manifest.get("index_params") or {}).get("refine"))
     vectors = None
     if needs_vectors:
-        if not _file_ok(index_dir / EMBEDDINGS_NAME, files.get(EMBEDDINGS_NAME)):
+        if not file_matches(index_dir / EMBEDDINGS_NAME, files.get(EMBEDDINGS_NAME)):
             return None
         vectors = np.load(index_dir / EMBEDDINGS_NAME, mmap_mode="r", allow_pickle=False)
     mmap = faiss.IO_FLAG_MMAP if needs_vectors else faiss.IO_FLAG_MMAP_IFC
@@ -615,10 +522,10 @@ def _save(
     embedder: Embedder,
 ) -> dict[str, Any]:
     try:
-        files = {EMBEDDINGS_NAME: _describe(index_dir / EMBEDDINGS_NAME)}
-        with _atomic_path(index_dir / VECTORS_NAME) as tmp:
+        files = {EMBEDDINGS_NAME: describe_file(index_dir / EMBEDDINGS_NAME)}
+        with atomic_path(index_dir / VECTORS_NAME) as tmp:
             faiss.write_index(faiss_index, str(tmp))
-            files[VECTORS_NAME] = _describe(tmp)
+            files[VECTORS_NAME] = describe_file(tmp)
         manifest = {
             "format": FORMAT_VERSION,
             "embedder": embedder.model_id,
@@ -631,7 +538,7 @@ def _save(
             "files": files,
             "records": [{"id": i, "hash": h, "text_hash": t} for i, h, t in zip(ids, hashes, text_hashes, strict=True)],
         }
-        with _atomic_path(index_dir / MANIFEST_NAME) as tmp:
+        with atomic_path(index_dir / MANIFEST_NAME) as tmp:
             tmp.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     except OSError as exc:
         raise IndexBuildError(f"cannot write the index to {index_dir}: {exc}") from exc
@@ -640,55 +547,6 @@ def _save(
     manifest["hashes"] = list(hashes)
     manifest["text_hashes"] = list(text_hashes)
     return manifest
-
-
-@contextlib.contextmanager
-def _atomic_path(final: Path) -> Iterator[Path]:
-    """A temporary path beside ``final``, renamed onto it when the block succeeds."""
-    fd, name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
-    os.close(fd)
-    tmp = Path(name)
-    try:
-        yield tmp
-        with open(tmp, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, final)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-@contextlib.contextmanager
-def _build_lock(index_dir: Path) -> Iterator[None]:
-    """Serialize builds of one folder across processes (two servers starting at once)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    try:
-        index_dir.mkdir(parents=True, exist_ok=True)
-        handle = open(index_dir / ".lock", "a+")  # noqa: SIM115 - held for the block
-    except OSError as exc:
-        raise IndexBuildError(f"cannot use index folder {index_dir}: {exc}") from exc
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _describe(path: Path) -> dict[str, Any]:
-    size = path.stat().st_size
-    return {"size": size, "sha256": _sha256(path) if size <= _CHECKSUM_LIMIT else None}
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _versions() -> dict[str, str]:

@@ -23,7 +23,7 @@ import numpy as np
 
 from .embed import Embedder
 from .errors import ConfigurationError, IndexBuildError
-from .index import CHUNK_RECORDS, BuildReport, VectorIndex, embedding_key
+from .index import CHUNK_RECORDS, BuildReport, VectorIndex, embed_in_chunks, embedding_key
 from .records import Record
 
 logger = logging.getLogger(__name__)
@@ -179,21 +179,10 @@ def _upsert(
     show_progress: bool,
 ) -> None:
     """Embed and store ``records`` a chunk at a time, so an interruption loses at most one chunk."""
-    progress = None
-    if show_progress and records:
-        from tqdm import tqdm
-
-        progress = tqdm(total=len(records), desc="embedding records", unit="rec")
-    for start in range(0, len(records), chunk_records):
-        batch = records[start : start + chunk_records]
-        vectors = embedder.encode_records(batch)
+    for _, batch, vectors in embed_in_chunks(records, embedder, chunk_records, show_progress):
         if not client.has_collection(name):
             _create(client, name, int(vectors.shape[1]))
         rows = [
             {"id": r.id, "text_hash": keys[r.id], "vector": v.tolist()} for r, v in zip(batch, vectors, strict=True)
         ]
         client.upsert(name, data=rows)
-        if progress is not None:
-            progress.update(len(batch))
-    if progress is not None:
-        progress.close()

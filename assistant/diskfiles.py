@@ -1,0 +1,70 @@
+"""Writing index files safely: atomic replacement, a build lock, and size plus checksum checks."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .errors import IndexBuildError
+
+CHECKSUM_LIMIT = 256 * 1024 * 1024  # larger files are checked by size only
+
+
+@contextlib.contextmanager
+def atomic_path(final: Path) -> Iterator[Path]:
+    """A temporary path beside ``final``, renamed onto it when the block succeeds."""
+    fd, name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        with open(tmp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def build_lock(index_dir: Path) -> Iterator[None]:
+    """Serialize builds of one folder across processes (two servers starting at once)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    try:
+        index_dir.mkdir(parents=True, exist_ok=True)
+        handle = open(index_dir / ".lock", "a+")  # noqa: SIM115 - held for the block
+    except OSError as exc:
+        raise IndexBuildError(f"cannot use index folder {index_dir}: {exc}") from exc
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def describe_file(path: Path) -> dict[str, Any]:
+    size = path.stat().st_size
+    return {"size": size, "sha256": sha256_file(path) if size <= CHECKSUM_LIMIT else None}
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def file_matches(path: Path, expected: dict[str, Any] | None) -> bool:
+    if not expected or not path.exists() or path.stat().st_size != expected.get("size"):
+        return False
+    return expected.get("sha256") is None or sha256_file(path) == expected["sha256"]
