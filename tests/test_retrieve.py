@@ -11,7 +11,7 @@ import pytest
 from assistant import parse_query
 from assistant.index import open_index
 from assistant.records import load_records
-from assistant.retrieve import FEATURES, Retriever, library_names, literal_chars
+from assistant.retrieve import FEATURES, Retriever, library_names, literal_chars, message_words
 
 
 def _record(rid: str, repo: str, slug: str, cls: str, message: str, pattern: str, path: str, doc: str) -> dict:
@@ -232,3 +232,52 @@ def test_abstains_on_an_unrelated_java_error(assistant):
 
 def test_every_feature_has_a_name():
     assert len(FEATURES) == len(set(FEATURES))
+
+
+def test_message_words_are_what_a_template_and_its_rendering_share():
+    rendered = message_words("Sprocket size must be positive, got -3 for '/etc/widgets/w1.toml'")
+    assert rendered == message_words("Sprocket size must be positive, got {n} for '{path}'")
+    assert rendered == {"sprocket", "size", "must", "positive", "got"}
+
+
+def test_a_message_whose_words_a_record_covers_counts_even_when_its_pattern_is_too_strict(toy, embedder):
+    records, index = toy
+    retriever = Retriever(records, embedder, index)
+    covered = FEATURES.index("message_covered")
+    # The pattern wants digits; the words are all the record's own.
+    scored = retriever.score(parse_query("ValueError: Sprocket size must be positive, got 'minus 3'"))
+    slugs = [r.slug for r in records]
+    assert scored.features[slugs.index("sprocket-size"), covered] == 1.0
+    assert scored.features[slugs.index("gadget-mode"), covered] == 0.0
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        # Same library and class as real records, but an error no record describes.
+        "After upgrading peft, LoraConfig(r=0, lora_alpha=16) raises ValueError: `r` should be a positive "
+        "integer, got 0. What is the smallest rank I can use?",
+        "Using langgraph, graph.invoke(state, {'recursion_limit': -5}) raises ValueError: recursion_limit has "
+        "to be a positive number. What's the default value?",
+    ],
+)
+def test_abstains_on_a_near_miss_quoted_in_a_question(assistant, question):
+    _query, retrieval = assistant.retrieve(question)
+    assert not retrieval.confident
+    assert retrieval.hits  # the nearest records are still shown as possibly related
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "I call get_peft_model(base, LoraConfig(target_modules=['q_lin', 'v_lin'])) and it fails with "
+        "\"ValueError: Target modules ['q_lin', 'v_lin'] not found in the base model. Please check the target "
+        'modules and try again." How do I find the right module names?',
+        'My fine-tuning script fails with \'NoMatchingPeftModuleError: Target modules ["q_lin"] not found in the '
+        "base model' after switching to distilbert. Which names should I use?",
+    ],
+)
+def test_answers_a_question_quoting_a_known_error(assistant, question):
+    _query, retrieval = assistant.retrieve(question)
+    assert retrieval.hits[0].record.slug == "target-modules-not-found"
+    assert retrieval.confident
