@@ -113,7 +113,11 @@ class Embedder:
                 raise EmbedderError(f"the -onnx embedders need a local model folder; {name!r} is not one")
             return OnnxEncoder(Path(name), int8=self.runtime == "onnx-int8", cache_dir=self.cache_dir)
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
 
+        # Loading local weights takes a fraction of a second: its progress bar would only clutter stderr.
+        bar_was_enabled = transformers_logging.is_progress_bar_enabled()
+        transformers_logging.disable_progress_bar()
         try:
             model = SentenceTransformer(name, device=self.device or "cpu", local_files_only=True)
         except Exception as exc:  # sentence-transformers raises many types here
@@ -121,6 +125,9 @@ class Embedder:
                 f"cannot load embedding model {self.model_name!r} ({exc}); give a local path or the name "
                 f"of a model already in the Hugging Face cache (errata does not download weights)"
             ) from exc
+        finally:
+            if bar_was_enabled:
+                transformers_logging.enable_progress_bar()
         return quantize_int8(model) if self.runtime == "torch-int8" else model
 
     @property

@@ -19,6 +19,7 @@ def test_ask_reads_stdin_and_prints_json(bundled_index_dir, assistant):
     )
     result = run_cli("ask", "-", "--json", "--index", str(bundled_index_dir), "--top-k", "3", stdin=traceback)
     assert result.returncode == 0, result.stderr
+    assert "Loading weights" not in result.stderr  # no library progress bars on a plain ask
     answer = json.loads(result.stdout)
     assert answer["hits"][0]["record_id"] == "c6aeeba10bb30da8"
     assert len(answer["hits"]) == 3
