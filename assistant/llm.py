@@ -112,29 +112,27 @@ class ChatStream:
     def __iter__(self) -> Iterator[str]:
         client = self._client
         last: Failure | None = None
-        for model, api_base in client.candidates():
-            for attempt in range(client.retries + 1):
-                if attempt:
-                    time.sleep(min(BACKOFF_SECONDS * 2 ** (attempt - 1), BACKOFF_MAX_SECONDS))
-                started = False
-                try:
-                    for piece in client._call(model, api_base, self._messages):
-                        if not started:
-                            started = True
-                            self.model = model
-                        yield piece
-                    if started:
-                        return
-                    last = Failure("it sent an empty reply", True)
-                except Exception as exc:  # litellm raises many types; classify() sorts them
-                    failure = classify(exc, client.timeout)
-                    logger.info("LLM %s attempt %d: %s (%s)", model, attempt + 1, failure.reason, type(exc).__name__)
-                    if started:
-                        logger.warning("LLM %s: the reply broke off: %s", model, failure.reason)
-                        raise LLMError(f"the reply from {model} broke off: {failure.reason}") from None
-                    last = failure
-                    if not failure.retryable:
-                        break
+        given_up: set[str] = set()
+        for model, api_base, attempt in client.attempts(given_up):
+            started = False
+            try:
+                for piece in client._call(model, api_base, self._messages):
+                    if not started:
+                        started = True
+                        self.model = model
+                    yield piece
+                if started:
+                    return
+                last = Failure("it sent an empty reply", True)
+            except Exception as exc:  # litellm raises many types; classify() sorts them
+                failure = classify(exc, client.timeout)
+                logger.info("LLM %s attempt %d: %s (%s)", model, attempt + 1, failure.reason, type(exc).__name__)
+                if started:
+                    logger.warning("LLM %s: the reply broke off: %s", model, failure.reason)
+                    raise LLMError(f"the reply from {model} broke off: {failure.reason}") from None
+                last = failure
+                if not failure.retryable:
+                    given_up.add(model)
         reason = last.reason if last else "no model is configured"
         logger.warning("LLM not used: %s", reason)
         raise LLMError(reason)
@@ -186,6 +184,34 @@ class ChatModel:
     def candidates(self) -> list[tuple[str, str | None]]:
         return [(self.model, self.api_base), *((m, None) for m in self.fallbacks if m != self.model)]
 
+    def attempts(self, given_up: set[str]) -> Iterator[tuple[str, str | None, int]]:
+        """``(model, api_base, attempt)`` in the order to try them, sleeping with backoff before a retry.
+
+        A model the caller adds to ``given_up`` (a failure retrying cannot fix) gets no further attempts.
+        """
+        for model, api_base in self.candidates():
+            for attempt in range(self.retries + 1):
+                if model in given_up:
+                    break
+                if attempt:
+                    time.sleep(min(BACKOFF_SECONDS * 2 ** (attempt - 1), BACKOFF_MAX_SECONDS))
+                yield model, api_base, attempt
+
+    def request(
+        self, model: str, api_base: str | None, messages: list[dict[str, str]], *, stream: bool, **extra: Any
+    ) -> Any:
+        """One litellm call with this model's timeout and sampling settings; ``extra`` overrides them."""
+        # num_retries=0: errata does its own retries (``attempts``), so attempts and total time stay
+        # predictable (litellm would otherwise retry in both its wrapper and the provider's SDK).
+        options: dict[str, Any] = {
+            "timeout": self.timeout,
+            "num_retries": 0,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            **extra,
+        }
+        return _import_litellm().completion(model=model, messages=messages, api_base=api_base, stream=stream, **options)
+
     def stream(self, messages: list[dict[str, str]]) -> ChatStream:
         """The reply to ``messages``, piece by piece (iterate the result)."""
         return ChatStream(self, messages)
@@ -195,19 +221,7 @@ class ChatModel:
         return "".join(self.stream(messages))
 
     def _call(self, model: str, api_base: str | None, messages: list[dict[str, str]]) -> Iterator[str]:
-        litellm = _import_litellm()
-        # num_retries=0: errata does its own retries above, so attempts and total time stay predictable
-        # (litellm would otherwise retry in both its wrapper and the provider's SDK).
-        response = litellm.completion(
-            model=model,
-            messages=messages,
-            api_base=api_base,
-            stream=True,
-            timeout=self.timeout,
-            num_retries=0,
-            max_tokens=self.max_tokens,
-            temperature=self.temperature,
-        )
+        response = self.request(model, api_base, messages, stream=True)
         for chunk in response:
             choices = getattr(chunk, "choices", None) or []
             if not choices:
@@ -229,34 +243,22 @@ def complete_text(
     ``json_mode`` asks the provider for a JSON object (``response_format``); providers without it get the
     request without that parameter (``drop_params``), so callers must still validate what comes back.
     """
-    litellm = _import_litellm()
     extra: dict[str, Any] = {"response_format": {"type": "json_object"}} if json_mode else {}
+    if max_tokens:
+        extra["max_tokens"] = max_tokens
     last: Failure | None = None
-    for model, api_base in client.candidates():
-        for attempt in range(client.retries + 1):
-            if attempt:
-                time.sleep(min(BACKOFF_SECONDS * 2 ** (attempt - 1), BACKOFF_MAX_SECONDS))
-            try:
-                response = litellm.completion(
-                    model=model,
-                    messages=messages,
-                    api_base=api_base,
-                    stream=False,
-                    timeout=client.timeout,
-                    num_retries=0,
-                    max_tokens=max_tokens or client.max_tokens,
-                    temperature=client.temperature,
-                    drop_params=True,
-                    **extra,
-                )
-                choices = getattr(response, "choices", None) or []
-                text = getattr(choices[0].message, "content", None) if choices else None
-                if text and text.strip():
-                    return text
-                last = Failure("it sent an empty reply", True)
-            except Exception as exc:  # litellm raises many types; classify() sorts them
-                last = classify(exc, client.timeout)
-                logger.warning("LLM %s: %s (%s)", model, last.reason, type(exc).__name__)
-                if not last.retryable:
-                    break
+    given_up: set[str] = set()
+    for model, api_base, _attempt in client.attempts(given_up):
+        try:
+            response = client.request(model, api_base, messages, stream=False, drop_params=True, **extra)
+            choices = getattr(response, "choices", None) or []
+            text = getattr(choices[0].message, "content", None) if choices else None
+            if text and text.strip():
+                return text
+            last = Failure("it sent an empty reply", True)
+        except Exception as exc:  # litellm raises many types; classify() sorts them
+            last = classify(exc, client.timeout)
+            logger.warning("LLM %s: %s (%s)", model, last.reason, type(exc).__name__)
+            if not last.retryable:
+                given_up.add(model)
     raise LLMError(last.reason if last else "no model is configured")
