@@ -24,16 +24,9 @@ from assistant import Assistant, Settings
 from assistant.feedback import FeedbackStore
 from assistant.web import EXAMPLES, build_app, launch
 
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-    "--disable-quic",
-]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.test_browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402 - the same browser set-up as the tests
+
 QUERIES = [
     *EXAMPLES,
     "httpx.ConnectTimeout: timed out",
@@ -82,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--index", type=Path, help="index folder (default: settings)")
     parser.add_argument("--rounds", type=int, default=3, help="times each query is asked (default 3)")
-    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--chromium", default=str(CHROMIUM))
     args = parser.parse_args(argv)
 
     settings = Settings.load(index_dir=args.index)
