@@ -192,6 +192,10 @@ def stream_answer(query: Query, retrieval: Retrieval, model: ChatModel | None) -
     if not "".join(shown).strip():
         yield from _after_failure(query, retrieval, model.model, "it sent an empty reply", "")
         return
+    if query.notes:  # below the reply: above it, a failure's offline answer would repeat it
+        footer = "\n\n" + _paste_notes(query).rstrip()
+        shown.append(footer)
+        yield footer
     notes = list(query.notes)
     if checker.removed:
         numbers = ", ".join(f"[{n}]" for n in checker.removed)
@@ -258,9 +262,16 @@ def offline_answer(query: Query, retrieval: Retrieval, note: str | None = None) 
     else:
         text, citations = _matched(hits)
         grounded = True
+    text = _paste_notes(query) + text
     if note:
         text = f"{note}\n\n{text}"
     return Answer(text, citations, hits, retrieval.confidence, grounded, None, notes)
+
+
+def _paste_notes(query: Query) -> str:
+    """What was done to the paste before reading it (binary data dropped, a long paste cut), as a
+    line above the answer, so every front end shows it."""
+    return f"_Note: {'; '.join(query.notes)}._\n\n" if query.notes else ""
 
 
 def _matched(hits: list[Hit]) -> tuple[str, list[Citation]]:

@@ -149,3 +149,9 @@ def test_no_hits_offline_answer_says_nothing_matches(assistant):
     answer = offline_answer(query, empty)
     assert answer.text == "**No record in the knowledge base matches this error.**"
     assert answer.citations == [] and not answer.grounded
+
+
+def test_what_was_done_to_the_paste_is_said_in_the_answer(assistant):
+    answer = assistant.ask(b"\x00\x01binary\xff junk \x00 smolagents.utils.AgentError: Agent interrupted.")
+    assert answer.text.startswith("_Note: the paste held binary data; it was dropped._")
+    assert answer.citations[0].record_id == INTERRUPTED

@@ -251,3 +251,11 @@ def test_a_server_that_is_not_listening_is_reported_as_such(assistant):
     answer = Assistant(settings, embedder=assistant.embedder).ask(PASTE, k=3)
     assert answer.text.startswith(f"_The language model ({MODEL}) was not reachable: errata could not connect to it.")
     assert answer.model is None and answer.citations[0].record_id == "c6aeeba10bb30da8"
+
+
+def test_an_llm_answer_says_what_was_done_to_the_paste_below_the_reply(assistant):
+    with OpenAIServer(REPLY) as server:
+        answer = llm_assistant(assistant, server).ask(b"\x00\x01\xff" + PASTE.encode(), k=3)
+    assert answer.text.startswith("".join(REPLY))
+    assert answer.text.endswith("_Note: the paste held binary data; it was dropped._")
+    assert answer.model == MODEL and answer.grounded
