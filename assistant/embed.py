@@ -28,7 +28,15 @@ def record_text(record: Record) -> str:
 
 INT8_SUFFIX = "-int8"  # e.g. bundled:all-MiniLM-L6-v2-int8: the same weights, Linear layers in int8
 ONNX_SUFFIX = "-onnx"  # e.g. bundled:all-MiniLM-L6-v2-onnx: exported here, run by ONNX Runtime
-ONNX_INT8_SUFFIX = "-onnx-int8"  # the ONNX export with int8 weights: the fastest on a CPU
+ONNX_INT8_SUFFIX = "-onnx-int8"  # the ONNX export with int8 weights, run by ONNX Runtime
+OPENVINO_INT8_SUFFIX = "-openvino-int8"  # the ONNX export calibrated to int8 and run by OpenVINO: the fastest
+# Checked in this order (-openvino-int8 and -onnx-int8 also end with -int8).
+_RUNTIMES = (
+    (OPENVINO_INT8_SUFFIX, "openvino-int8"),
+    (ONNX_INT8_SUFFIX, "onnx-int8"),
+    (ONNX_SUFFIX, "onnx"),
+    (INT8_SUFFIX, "torch-int8"),
+)
 
 _LOADED: dict[tuple[str, str], object] = {}
 _LOADED_LOCK = threading.Lock()
@@ -43,7 +51,9 @@ class Embedder:
     - ``-int8``: torch dynamic quantization of the Linear layers, per output channel, done at load.
     - ``-onnx``: an ONNX export of the transformer, made on first use and cached in ``cache_dir`` keyed
       by the weights' hash, run by ONNX Runtime; vectors equal the float model's.
-    - ``-onnx-int8``: that export with int8 weights (ONNX Runtime dynamic quantization): the fastest.
+    - ``-onnx-int8``: that export with int8 weights (ONNX Runtime dynamic quantization).
+    - ``-openvino-int8``: that export calibrated to int8 weights and activations (NNCF), run by
+      OpenVINO: the fastest.
     """
 
     def __init__(
@@ -67,11 +77,16 @@ class Embedder:
 
     @property
     def runtime(self) -> str:
-        """``onnx-int8``, ``onnx``, ``torch-int8`` or ``torch``, from the model name's suffix."""
-        for suffix, runtime in ((ONNX_INT8_SUFFIX, "onnx-int8"), (ONNX_SUFFIX, "onnx"), (INT8_SUFFIX, "torch-int8")):
+        """``openvino-int8``, ``onnx-int8``, ``onnx``, ``torch-int8`` or ``torch``, from the name's suffix."""
+        for suffix, runtime in _RUNTIMES:
             if self.model_name.endswith(suffix):
                 return runtime
         return "torch"
+
+    @property
+    def runs_outside_torch(self) -> bool:
+        """The ONNX Runtime and OpenVINO variants: a tokenizer and a runtime of their own (see onnx_embed)."""
+        return self.runtime.startswith(("onnx", "openvino"))
 
     @property
     def quantized(self) -> bool:
@@ -79,7 +94,7 @@ class Embedder:
 
     def _resolve(self) -> str:
         name = self.model_name
-        for suffix in (ONNX_INT8_SUFFIX, ONNX_SUFFIX, INT8_SUFFIX):
+        for suffix, _runtime in _RUNTIMES:
             if name.endswith(suffix):
                 name = name.removesuffix(suffix)
                 break
@@ -104,13 +119,18 @@ class Embedder:
 
     def _load(self):
         name = self._resolve()
-        if self.runtime.startswith("onnx"):
+        if self.runs_outside_torch:
+            suffix = "-" + self.runtime
             if (self.device or "cpu") != "cpu":
-                raise EmbedderError(f"ONNX embedding runs on the CPU only, not {self.device}: drop the -onnx suffix")
+                raise EmbedderError(f"{suffix} embedding runs on the CPU only, not {self.device}: drop the suffix")
+            if not Path(name).is_dir():
+                raise EmbedderError(f"the {suffix} embedders need a local model folder; {name!r} is not one")
+            if self.runtime == "openvino-int8":
+                from .openvino_embed import OpenVinoEncoder
+
+                return OpenVinoEncoder(Path(name), cache_dir=self.cache_dir)
             from .onnx_embed import OnnxEncoder
 
-            if not Path(name).is_dir():
-                raise EmbedderError(f"the -onnx embedders need a local model folder; {name!r} is not one")
             return OnnxEncoder(Path(name), int8=self.runtime == "onnx-int8", cache_dir=self.cache_dir)
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as transformers_logging
@@ -142,7 +162,7 @@ class Embedder:
         """Normalized float32 vectors, one row per text, in batches."""
         if len(texts) == 0:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        if self.runtime.startswith("onnx"):
+        if self.runs_outside_torch:
             return self.model.encode(list(texts), self.batch_size)
         vectors = self.model.encode(
             list(texts),

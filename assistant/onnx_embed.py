@@ -42,26 +42,22 @@ def weights_hash(model_dir: Path) -> str:
     return digest.hexdigest()[:20]
 
 
-class OnnxEncoder:
-    """Tokenizer + ONNX transformer + mean pooling + normalization, for a mean-pooled sentence-transformers
-    model directory (the bundled MiniLM is one)."""
+class LocalEncoder:
+    """Tokenizer + a transformer run outside torch + mean pooling + normalization, for a mean-pooled
+    sentence-transformers model directory (the bundled MiniLM is one). Subclasses run the transformer."""
 
-    def __init__(self, model_dir: Path, *, int8: bool, cache_dir: Path | None = None):
-        try:
-            import onnxruntime  # noqa: F401
-        except ImportError as exc:
-            raise EmbedderError(
-                "the -onnx embedders need ONNX Runtime: pip install 'errata[onnx]' (onnx, onnxruntime), "
-                "or drop the -onnx suffix from the embedder name"
-            ) from exc
+    runtime_name = ""
+    install_hint = ""
+    pad_multiple = 1  # pad each batch's length up to a multiple of this (runtimes that compile per shape)
+
+    def __init__(self, model_dir: Path, *, cache_dir: Path | None = None):
         self.model_dir = Path(model_dir)
-        self.int8 = int8
         self._check_pooling()
         self.max_length = self._max_length()
         self.dimension = int(json.loads((self.model_dir / "config.json").read_text())["hidden_size"])
-        self.path = self._ensure_exported(Path(cache_dir) if cache_dir else default_cache_dir())
+        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
         self.tokenizer = self._tokenizer()
-        self._sessions: dict[int, object] = {}
+        self._compiled: dict[int, object] = {}
         self._lock = threading.Lock()
 
     def _check_pooling(self) -> None:
@@ -70,7 +66,7 @@ class OnnxEncoder:
         if not config.get("pooling_mode_mean_tokens") or not (self.model_dir / "tokenizer.json").exists():
             raise EmbedderError(
                 f"{self.model_dir} is not a mean-pooled sentence-transformers model with a tokenizer.json; "
-                f"drop the -onnx suffix to run it with sentence-transformers"
+                f"drop the {self.runtime_name} suffix to run it with sentence-transformers"
             )
 
     def _max_length(self) -> int:
@@ -86,66 +82,115 @@ class OnnxEncoder:
         tokenizer.no_padding()  # batches are padded here, to the longest in each length bucket
         return tokenizer
 
-    def _ensure_exported(self, cache_dir: Path) -> Path:
-        key = weights_hash(self.model_dir)
-        path = cache_dir / f"{key}-{'int8' if self.int8 else 'float'}.onnx"
-        if path.exists():
-            return path
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        float_path = cache_dir / f"{key}-float.onnx"
-        try:
-            if not float_path.exists():
-                _atomic(float_path, lambda target: export_onnx(self.model_dir, target))
-            if self.int8:
-                _atomic(path, lambda target: quantize_onnx(float_path, target))
-        except EmbedderError:
-            raise
-        except Exception as exc:  # torch.onnx / onnxruntime raise many types
-            raise EmbedderError(
-                f"cannot export {self.model_dir} to ONNX in {cache_dir} ({exc}); "
-                f"check that onnx and onnxruntime are installed (pip install onnx onnxruntime), "
-                f"or drop the -onnx suffix from the embedder name"
-            ) from exc
+    def float_export(self) -> Path:
+        """The float ONNX export of the transformer, made once per weights and kept in the cache."""
+        path = self.cache_dir / f"{weights_hash(self.model_dir)}-float.onnx"
+        if not path.exists():
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            self._making(lambda: _atomic(path, lambda target: export_onnx(self.model_dir, target)))
         return path
 
-    def session(self):
-        """One ONNX Runtime session per thread count, which follows torch's (``serve_threads`` sets it)."""
+    def _making(self, make) -> None:
+        """Runs ``make``, turning the many exception types of exporters and quantizers into one clear error."""
+        try:
+            make()
+        except EmbedderError:
+            raise
+        except Exception as exc:  # torch.onnx, onnxruntime, openvino and nncf raise many types
+            raise EmbedderError(
+                f"cannot prepare {self.model_dir} for {self.runtime_name} in {self.cache_dir} ({exc}); "
+                f"check that {self.install_hint} is installed, or drop the {self.runtime_name} suffix"
+            ) from exc
+
+    def compiled(self):
+        """One runnable model per thread count, which follows torch's (``serve_threads`` sets it)."""
         import torch
 
         threads = torch.get_num_threads()
         with self._lock:
-            if threads not in self._sessions:
-                import onnxruntime
+            if threads not in self._compiled:
+                self._compiled[threads] = self._compile(threads)
+            return self._compiled[threads]
 
-                options = onnxruntime.SessionOptions()
-                options.intra_op_num_threads = threads
-                options.inter_op_num_threads = 1
-                # Idle workers sleep instead of spinning: these CPUs are shared (measured no slower here).
-                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-                self._sessions[threads] = onnxruntime.InferenceSession(
-                    str(self.path), options, providers=["CPUExecutionProvider"]
-                )
-            return self._sessions[threads]
+    def _compile(self, threads: int):
+        raise NotImplementedError
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
         """Normalized mean-pooled vectors, batching texts of similar token length (less padding)."""
         encodings = self.tokenizer.encode_batch(texts)
         lengths = np.array([len(e.ids) for e in encodings])
         order = np.argsort(lengths, kind="stable")
-        session = self.session()
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        batches = []
         for start in range(0, len(texts), batch_size):
             rows = order[start : start + batch_size]
-            ids = np.zeros((len(rows), int(lengths[rows].max())), dtype=np.int64)
+            width = -(-int(lengths[rows].max()) // self.pad_multiple) * self.pad_multiple
+            ids = np.zeros((len(rows), width), dtype=np.int64)
             mask = np.zeros_like(ids)
             for j, i in enumerate(rows):
                 ids[j, : lengths[i]] = encodings[i].ids
                 mask[j, : lengths[i]] = 1
-            hidden = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
-            summed = np.einsum("bsd,bs->bd", hidden[0], mask.astype(np.float32))
-            pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
-            out[rows] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+            batches.append((rows, ids, mask))
+        self._run(batches, out)
         return out
+
+    def _run(self, batches: list[tuple[np.ndarray, np.ndarray, np.ndarray]], out: np.ndarray) -> None:
+        """Fills ``out[rows]`` with the pooled vectors of each ``(rows, ids, mask)`` batch."""
+        raise NotImplementedError
+
+
+def inputs(ids: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+
+
+def mean_pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The sentence vector: the mean of the token states the mask keeps, normalized to length 1."""
+    summed = np.einsum("bsd,bs->bd", hidden, mask.astype(np.float32))
+    pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+    return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+
+
+class OnnxEncoder(LocalEncoder):
+    """The transformer exported to ONNX and run by ONNX Runtime, with int8 weights when ``int8``."""
+
+    runtime_name = "-onnx"
+    install_hint = "ONNX Runtime (pip install 'errata[onnx]')"
+
+    def __init__(self, model_dir: Path, *, int8: bool, cache_dir: Path | None = None):
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError as exc:
+            raise EmbedderError(
+                "the -onnx embedders need ONNX Runtime: pip install 'errata[onnx]' (onnx, onnxruntime), "
+                "or drop the -onnx suffix from the embedder name"
+            ) from exc
+        super().__init__(model_dir, cache_dir=cache_dir)
+        self.int8 = int8
+        self.path = self._ensure_exported()
+
+    def _ensure_exported(self) -> Path:
+        float_path = self.float_export()
+        if not self.int8:
+            return float_path
+        path = float_path.with_name(float_path.name.replace("-float.onnx", "-int8.onnx"))
+        if not path.exists():
+            self._making(lambda: _atomic(path, lambda target: quantize_onnx(float_path, target)))
+        return path
+
+    def _compile(self, threads: int):
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        # Idle workers sleep instead of spinning: these CPUs are shared (measured no slower here).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        return onnxruntime.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
+
+    def _run(self, batches, out) -> None:
+        session = self.compiled()
+        for rows, ids, mask in batches:
+            out[rows] = mean_pooled(session.run(None, inputs(ids, mask))[0], mask)
 
 
 def export_onnx(model_dir: Path, target: Path) -> None:

@@ -173,6 +173,45 @@ def serve(index_dir: Path, model: str, out: Path, limit: int) -> None:
     (out / "serve.json").write_text(json.dumps(result))
 
 
+def serve_assistant(index_dir: Path, kb: Path, model: str, out: Path, limit: int) -> None:
+    """The whole Retriever (records, patterns, BM25, vectors) in a fresh process: what a replica holds."""
+    from assistant import Assistant
+    from assistant.evaluate import load_eval_set
+
+    queries = load_eval_set(DEV_SET)
+    queries = queries[:: max(1, len(queries) // limit)][:limit]  # every style, evenly
+    started = time.perf_counter()
+    assistant = Assistant(kb=kb, index_dir=index_dir, embedder=Embedder(model))
+    load_seconds = time.perf_counter() - started
+    assert assistant.build_report.embedded == 0, "the Assistant re-embedded records the build had embedded"
+    assistant.retrieve("warm up")
+    latencies, hits, answerable, abstained, unanswerable = [], 0, 0, 0, 0
+    for query in queries:
+        started = time.perf_counter()
+        _parsed, retrieval = assistant.retrieve(query.query)
+        latencies.append(time.perf_counter() - started)
+        top = retrieval.hits[0].record.id if retrieval.hits and retrieval.confident else None
+        if query.relevant:
+            answerable += 1
+            hits += top in query.relevant
+        else:
+            unanswerable += 1
+            abstained += top is None
+    status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
+    result = {
+        "assistant_load_s": load_seconds,
+        "assistant_p50_ms": 1000 * float(np.percentile(latencies, 50)),
+        "assistant_p95_ms": 1000 * float(np.percentile(latencies, 95)),
+        "assistant_rss_mb": int(status["VmRSS"].split()[0]) / 1024,
+        "assistant_peak_rss_mb": int(status["VmHWM"].split()[0]) / 1024,
+        "assistant_queries": len(queries),
+        # The bundled records keep their ids: the dev queries' answers are among the made distractors.
+        "assistant_hit_at_1_confident": hits / max(answerable, 1),
+        "assistant_abstained_no_answer": abstained / max(unanswerable, 1),
+    }
+    (out / "assistant.json").write_text(json.dumps(result))
+
+
 def run_size(count: int, args: argparse.Namespace, base: list[Record], state: dict) -> dict:
     index_dir = args.work / f"n{count}"
     if count > args.real:
@@ -243,6 +282,14 @@ def run_size(count: int, args: argparse.Namespace, base: list[Record], state: di
         env={**os.environ, "OMP_NUM_THREADS": str(args.threads)},
     )
     row.update(json.loads((out / "serve.json").read_text()))
+    if count <= args.assistant_limit:
+        kb = args.work / f"kb{count}.jsonl"
+        with kb.open("w") as handle:
+            handle.writelines(r.to_json_line() + "\n" for r in make_records(base, count))
+        command = [sys.executable, __file__, "--serve-assistant", str(index_dir), "--kb", str(kb)]
+        command += ["--embedder", args.embedder, "--serve-out", str(out), "--queries", str(args.assistant_queries)]
+        subprocess.run(command, check=True, env={**os.environ, "OMP_NUM_THREADS": str(args.threads)})
+        row.update(json.loads((out / "assistant.json").read_text()))
     vectors = np.load(index_dir / EMBEDDINGS_NAME, mmap_mode="r")
     row["recall_at_10"] = recall_at_k(np.load(out / "rows.npy"), exact_top_k(vectors, np.load(out / "queries.npy"), 10))
     return row
@@ -275,11 +322,20 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="write the rows as JSON here")
     parser.add_argument("--queries", type=int, default=200, help="how many dev queries to time")
     parser.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of the serving process (see the doc)")
+    parser.add_argument(
+        "--assistant-limit", type=int, default=0, help="also serve the whole Assistant up to this many records"
+    )
+    parser.add_argument("--assistant-queries", type=int, default=60, help="dev queries the Assistant answers")
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--serve-assistant", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--kb", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--serve-out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve(args.serve, args.embedder, args.serve_out, args.queries)
+        return
+    if args.serve_assistant:
+        serve_assistant(args.serve_assistant, args.kb, args.embedder, args.serve_out, args.assistant_queries)
         return
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     base = load_records(BUNDLED_KB_DIR)

@@ -41,6 +41,12 @@ def assistant(embedder, bundled_index_dir) -> Assistant:
     return Assistant(settings, embedder=embedder)
 
 
+@pytest.fixture(scope="session")
+def onnx_cache(tmp_path_factory) -> Path:
+    """One ONNX export for the session: the ONNX Runtime and OpenVINO tests reuse it (exporting takes ~10 s)."""
+    return tmp_path_factory.mktemp("onnx-cache")
+
+
 @pytest.fixture
 def small_kb(tmp_path) -> Path:
     """A private copy of two bundled record files (~60 records), safe to edit."""

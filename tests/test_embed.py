@@ -18,12 +18,6 @@ from assistant.settings import BUNDLED_KB_DIR, DEFAULT_EMBEDDER
 
 
 @pytest.fixture(scope="module")
-def onnx_cache(tmp_path_factory):
-    """One export for the module: each test below reuses it (the first use exports, ~10 s)."""
-    return tmp_path_factory.mktemp("onnx-cache")
-
-
-@pytest.fixture(scope="module")
 def texts():
     records = load_records(BUNDLED_KB_DIR)
     return [record_text(r) for r in records[::10]]  # 50 real records from every library, short and long

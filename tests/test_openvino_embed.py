@@ -1,0 +1,99 @@
+"""The OpenVINO int8 embedder: calibrated here from the bundled weights, close to the float model, cached."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from assistant import load_records
+from assistant.embed import Embedder, record_text
+from assistant.errors import EmbedderError
+from assistant.index import open_index
+from assistant.openvino_embed import OpenVinoEncoder, calibration_texts
+from assistant.settings import BUNDLED_KB_DIR, DEFAULT_EMBEDDER
+
+FAST = DEFAULT_EMBEDDER + "-openvino-int8"
+
+
+@pytest.fixture(scope="module")
+def texts():
+    records = load_records(BUNDLED_KB_DIR)
+    return [record_text(r) for r in records[3::10]]  # 50 records from every library, not the calibration ones
+
+
+@pytest.fixture(scope="module")
+def fast(onnx_cache) -> Embedder:
+    return Embedder(FAST, cache_dir=onnx_cache)
+
+
+def test_the_openvino_embedder_stays_close_to_the_float_model(embedder, fast, onnx_cache, texts):
+    assert (
+        fast.runtime == "openvino-int8"
+        and fast.quantized
+        and fast.model_id not in {embedder.model_id, DEFAULT_EMBEDDER + "-onnx-int8"}
+    )
+    exact = embedder.encode(texts)
+    quick = fast.encode(texts)
+    assert quick.shape == exact.shape and quick.dtype == np.float32
+    assert np.allclose(np.linalg.norm(quick, axis=1), 1, atol=1e-4)
+    cosines = np.sum(exact * quick, axis=1)
+    assert cosines.mean() > 0.99 and cosines.min() > 0.98
+    assert (np.argmax(quick @ exact.T, axis=1) == np.arange(len(texts))).all()
+    # Made once from the float export and kept: the two OpenVINO files beside it, no leftovers.
+    names = sorted(p.name.split("-", 1)[1] for p in onnx_cache.iterdir() if not p.name.endswith("int8.onnx"))
+    assert names == ["float.onnx", "ov-int8-c1.bin", "ov-int8-c1.xml"]
+
+
+def test_a_text_alone_and_in_a_batch_gets_the_same_vector(fast, texts):
+    """Batches are padded to multiples of 16 and run side by side; padding is masked out of the mean."""
+    together = fast.encode(texts)
+    assert np.allclose(fast.encode(texts[7:8])[0], together[7], atol=2e-3)
+    assert np.allclose(fast.encode(texts[::-1])[::-1], together, atol=2e-3)
+
+
+def test_threads_can_share_one_openvino_embedder(fast, texts):
+    expected = fast.encode(texts[:4])
+    results: dict[int, np.ndarray] = {}
+
+    def work(n: int) -> None:
+        results[n] = np.stack([fast.encode([t])[0] for t in texts[:4]])
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 4 and all(np.allclose(v, expected, atol=2e-3) for v in results.values())
+
+
+def test_an_openvino_index_is_built_and_searched_and_the_model_reused(embedder, fast, small_kb, tmp_path, onnx_cache):
+    records = load_records(small_kb)
+    made = {p: p.stat().st_mtime_ns for p in onnx_cache.iterdir()}
+    index, report = open_index(records, fast, tmp_path / "index")
+    assert report.rebuilt and report.embedded == len(records)
+    scores, rows = index.search(fast.encode(["Agent interrupted."]), 3)
+    assert index.record_ids[rows[0][0]] == "c6aeeba10bb30da8" and scores[0][0] > 0.5
+    lines = [f"{r.error_class}: {r.error_message}" for r in records]
+    float_top = np.argmax(embedder.encode(lines) @ embedder.encode_records(records).T, axis=1)
+    _, rows = index.search(fast.encode(lines), 1)
+    agree = np.mean([index.record_ids[row[0]] == records[top].id for row, top in zip(rows, float_top, strict=True)])
+    assert agree >= 0.95
+    # A second encoder (as in a new process) finds the calibrated model on disk and makes nothing.
+    again = OpenVinoEncoder(fast.model.model_dir, cache_dir=onnx_cache)
+    assert again.path == fast.model.path
+    assert {p: p.stat().st_mtime_ns for p in onnx_cache.iterdir()} == made
+
+
+def test_calibration_uses_fixed_texts_from_the_bundled_records():
+    texts = calibration_texts()
+    assert len(texts) == 200 and texts == calibration_texts()
+
+
+def test_openvino_needs_a_local_model_folder(tmp_path):
+    with pytest.raises(EmbedderError, match="need a local model folder"):
+        Embedder("no-such-model-anywhere-openvino-int8", cache_dir=tmp_path).encode(["x"])
+    (tmp_path / "model").mkdir()
+    with pytest.raises(EmbedderError, match="drop the -openvino-int8 suffix"):
+        Embedder(str(tmp_path / "model") + "-openvino-int8", cache_dir=tmp_path).encode(["x"])
