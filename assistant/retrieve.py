@@ -320,9 +320,14 @@ class Retriever:
         self._library_to_repo = {name: repo for repo, ns in names.items() for name in ns}
         mention_words = sorted(self._library_to_repo, key=len, reverse=True)
         variants = {v: w for w in mention_words for v in {w, w.replace("_", "-"), w.replace("_", " ")}}
-        self._mention_re = re.compile(
-            r"(?<![\w.-])(" + "|".join(re.escape(v) for v in sorted(variants, key=len, reverse=True)) + r")(?![\w-])",
-            re.IGNORECASE,
+        # No name is a library's own (every repo shares its names with another): nothing can be mentioned.
+        self._mention_re = (
+            re.compile(
+                r"(?<![\w.-])(" + "|".join(re.escape(v) for v in sorted(variants, key=len, reverse=True)) + r")(?![\w-])",
+                re.IGNORECASE,
+            )
+            if variants
+            else None
         )
         self._mention_variants = {v.lower(): w for v, w in variants.items()}
         self._bm25_message = bm25s.BM25()
@@ -378,10 +383,8 @@ class Retriever:
 
     def _library_signals(self, query: Query) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         seen_repos = {self._library_to_repo[lib] for lib in query.libraries if lib in self._library_to_repo}
-        named = {
-            self._library_to_repo[self._mention_variants[m.group(1).lower()]]
-            for m in self._mention_re.finditer(query.text[:PATTERN_TEXT_CHARS])
-        }
+        mentions = self._mention_re.finditer(query.text[:PATTERN_TEXT_CHARS]) if self._mention_re else ()
+        named = {self._library_to_repo[self._mention_variants[m.group(1).lower()]] for m in mentions}
         seen = np.array([repo in seen_repos for repo in self._repo_of], dtype=np.float64)
         named_arr = np.array([repo in named for repo in self._repo_of], dtype=np.float64)
         known = seen_repos | named

@@ -281,3 +281,17 @@ def test_answers_a_question_quoting_a_known_error(assistant, question):
     _query, retrieval = assistant.retrieve(question)
     assert retrieval.hits[0].record.slug == "target-modules-not-found"
     assert retrieval.confident
+
+
+def test_libraries_that_share_every_name_are_never_mentioned(tmp_path, embedder):
+    """Two forks of one library: neither owns a name, so a question names no library (and nothing breaks)."""
+    forks = [dict(RECORDS[0], id="b000000000000001", repo="one/widgetlib"), dict(RECORDS[1], repo="two/widgetlib")]
+    kb = tmp_path / "kb.jsonl"
+    kb.write_text("".join(json.dumps({"record": r, "datasetVersion": "test"}) + "\n" for r in forks))
+    records = load_records([kb], strict=True)
+    assert library_names(records) == {"one/widgetlib": frozenset(), "two/widgetlib": frozenset()}
+    index, _report = open_index(records, embedder, tmp_path / "index")
+    retriever = Retriever(records, embedder, index)
+    scored = retriever.score(parse_query("why does widgetlib say: Widget w1 has no frobnicator configured"))
+    assert not scored.features[:, FEATURES.index("library_named")].any()
+    assert _top(retriever, "WidgetError: Widget w1 has no frobnicator configured") == "no-frobnicator"
