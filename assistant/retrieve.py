@@ -321,13 +321,9 @@ class Retriever:
         mention_words = sorted(self._library_to_repo, key=len, reverse=True)
         variants = {v: w for w in mention_words for v in {w, w.replace("_", "-"), w.replace("_", " ")}}
         # No name is a library's own (every repo shares its names with another): nothing can be mentioned.
+        alternatives = "|".join(re.escape(v) for v in sorted(variants, key=len, reverse=True))
         self._mention_re = (
-            re.compile(
-                r"(?<![\w.-])(" + "|".join(re.escape(v) for v in sorted(variants, key=len, reverse=True)) + r")(?![\w-])",
-                re.IGNORECASE,
-            )
-            if variants
-            else None
+            re.compile(r"(?<![\w.-])(" + alternatives + r")(?![\w-])", re.IGNORECASE) if variants else None
         )
         self._mention_variants = {v.lower(): w for v, w in variants.items()}
         self._bm25_message = bm25s.BM25()
