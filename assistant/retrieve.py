@@ -4,7 +4,8 @@ Five signals are computed for every record:
 
 - ``pattern``: the record's ``messagePattern`` matches the pasted error message (or, weaker, anywhere in
   the paste), scored by how many literal characters the pattern pins down (a specific pattern beats a
-  generic one that also matches);
+  generic one that also matches); only the patterns whose required words are in the paste run
+  (``pattern_index``: exact, and a few patterns per query instead of every record's);
 - ``class``: the exception class is the record's ``errorClass`` (rarer classes count more), and the file
   that raised it (a traceback frame) is the record's file;
 - ``library``: the record's library appears in the traceback's site-packages frames, the exception's
@@ -23,6 +24,7 @@ nearest records as possibly related.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -37,6 +39,7 @@ from bm25s.stopwords import STOPWORDS_EN
 
 from .embed import Embedder
 from .index import VectorIndex
+from .pattern_index import PatternIndex
 from .query import Query, normalize_library
 from .records import Record
 
@@ -49,6 +52,10 @@ PATTERN_MESSAGE_CHARS = 2_000
 PATTERN_TEXT_CHARS = 4_000
 # Records beyond this many nearest by cosine get the lowest cosine seen (bounds the cost of large indexes).
 DENSE_DEPTH = 1_000
+# Compiled messagePatterns kept in memory (the prefilter runs a few per query; see pattern_index).
+COMPILED_PATTERNS = 20_000
+# Rank signals are exact for this many records; the rest share the last rank (see _reciprocal_rank).
+RANK_DEPTH = 1_000
 
 FEATURES = (
     "pattern_message",  # the pattern matches the extracted message
@@ -247,7 +254,9 @@ def message_words(message: str) -> frozenset[str]:
     return frozenset(w for w in _MESSAGE_WORD_RE.findall(text.lower()) if w not in _STOPWORDS)
 
 
+@functools.lru_cache(maxsize=COMPILED_PATTERNS)
 def _compile(pattern: str):
+    """Compiled on first use, kept for the most recent ones: a million compiled patterns would not fit."""
     try:
         return regex.compile(pattern)
     except (regex.error, ValueError, OverflowError):
@@ -308,15 +317,15 @@ class Retriever:
         position = {r.id: i for i, r in enumerate(self.records)}
         # FAISS row -> position in self.records (rows of records not loaded are ignored).
         self._row_to_pos = np.array([position.get(rid, -1) for rid in vector_index.record_ids], dtype=np.int64)
-        self._patterns = [_compile(r.message_pattern) for r in self.records]
+        self._pattern_index = PatternIndex([r.message_pattern for r in self.records])
         self._literals = np.array([literal_chars(r.message_pattern) for r in self.records], dtype=np.float64)
-        self._classes = np.array([r.error_class for r in self.records], dtype=object)
+        self._class_index, self._class_codes = _codes(r.error_class for r in self.records)
         class_counts = Counter(r.error_class for r in self.records)
         self._class_rarity = {c: math.log((n + 1) / k) / math.log(n + 1) for c, k in class_counts.items()}
-        self._file_tails = [_path_tail(r.file_path) for r in self.records]
+        self._file_index, self._file_codes = _codes(_path_tail(r.file_path) for r in self.records)
         names = library_names(self.records)
         self._repo_names = names
-        self._repo_of = np.array([r.repo for r in self.records], dtype=object)
+        self._repo_index, self._repo_codes = _codes(r.repo for r in self.records)
         self._library_to_repo = {name: repo for repo, ns in names.items() for name in ns}
         mention_words = sorted(self._library_to_repo, key=len, reverse=True)
         variants = {v: w for w in mention_words for v in {w, w.replace("_", "-"), w.replace("_", " ")}}
@@ -334,16 +343,12 @@ class Retriever:
         # Each record's words, as ids of the BM25 vocabulary, for the coverage signal.
         known = self._bm25_all.vocab_dict
         names = {i: w for w, i in corpus.vocab.items()}
-        self._record_words = [frozenset(known[names[i]] for i in ids if names[i] in known) for ids in corpus.ids]
-
-        self._message_words = [message_words(r.error_message) for r in self.records]
-        # Which records hold each word, and how rare the word is (for the weighted coverage).
-        holders: dict[int, list[int]] = defaultdict(list)
-        for i, words in enumerate(self._record_words):
-            for w in words:
-                holders[w].append(i)
-        self._postings = {w: np.array(rs, dtype=np.int64) for w, rs in holders.items()}
-        self._idf = {w: math.log((n + 1) / (len(rs) + 0.5)) for w, rs in holders.items()}
+        record_words = (frozenset(known[names[i]] for i in ids if names[i] in known) for ids in corpus.ids)
+        # Which records hold each word (the coverage signals), and how rare the word is.
+        self._postings = _postings(record_words)
+        self._idf = {w: math.log((n + 1) / (len(rs) + 0.5)) for w, rs in self._postings.items()}
+        # Which records' messages hold each literal message word (the message_covered signal).
+        self._message_postings = _postings(message_words(r.error_message) for r in self.records)
         self._slow_patterns: set[int] = set()
 
     # --- signals -------------------------------------------------------------------------------
@@ -359,7 +364,8 @@ class Retriever:
         messages = [m[:PATTERN_MESSAGE_CHARS] for m in messages]
         text = query.text[-PATTERN_TEXT_CHARS:]
         length = max((len(m) for m in messages[:1]), default=0)
-        for i, pattern in enumerate(self._patterns):
+        for i in self._pattern_index.candidates([text, *messages]):
+            pattern = _compile(self.records[i].message_pattern)
             if pattern is None or i in self._slow_patterns:
                 continue
             if messages and any(self._search(i, pattern, m) for m in messages):
@@ -381,11 +387,23 @@ class Retriever:
         seen_repos = {self._library_to_repo[lib] for lib in query.libraries if lib in self._library_to_repo}
         mentions = self._mention_re.finditer(query.text[:PATTERN_TEXT_CHARS]) if self._mention_re else ()
         named = {self._library_to_repo[self._mention_variants[m.group(1).lower()]] for m in mentions}
-        seen = np.array([repo in seen_repos for repo in self._repo_of], dtype=np.float64)
-        named_arr = np.array([repo in named for repo in self._repo_of], dtype=np.float64)
+        seen = self._among(self._repo_codes, self._repo_index, seen_repos)
+        named_arr = self._among(self._repo_codes, self._repo_index, named)
         known = seen_repos | named
-        other = np.array([bool(known) and repo not in known for repo in self._repo_of], dtype=np.float64)
+        other = 1.0 - self._among(self._repo_codes, self._repo_index, known) if known else np.zeros(len(self.records))
         return seen, named_arr, other
+
+    @staticmethod
+    def _among(codes: np.ndarray, index: dict[str, int], values) -> np.ndarray:
+        """1.0 where a record's value (a repo, a class, a file) is one of ``values``."""
+        wanted = [index[v] for v in values if v in index]
+        return np.isin(codes, wanted).astype(np.float64) if wanted else np.zeros(len(codes))
+
+    @staticmethod
+    def _holding(postings: dict, words, n: int) -> np.ndarray:
+        """How many of ``words`` each record holds, counted from the words' postings."""
+        found = [postings[w] for w in words if w in postings]
+        return np.bincount(np.concatenate(found), minlength=n).astype(np.float64) if found else np.zeros(n)
 
     def _words(self, text: str) -> tuple[set[int], float]:
         """The query's distinct known words (vocabulary ids) and the share of its words no record has."""
@@ -437,20 +455,22 @@ class Retriever:
 
         on_message, specificity, on_text = self._pattern_signals(query)
         cls = query.exception_class
-        class_equal = (self._classes == cls).astype(np.float64) if cls else np.zeros(n)
+        class_equal = self._among(self._class_codes, self._class_index, {cls}) if cls else np.zeros(n)
         class_rarity = class_equal * self._class_rarity.get(cls, 0.0) if cls else np.zeros(n)
         frame_tails = {_path_tail(f.file) for f in query.frames}
-        raising_file = np.array([t in frame_tails for t in self._file_tails], dtype=np.float64)
+        raising_file = self._among(self._file_codes, self._file_index, frame_tails)
         seen, named, other = self._library_signals(query)
         lex_msg = self._lexical(self._bm25_message, search_text)
         lex_all = self._lexical(self._bm25_all, search_text)
         dense = self._dense(dense_text)
         words, unknown = self._words(search_text)
-        coverage = np.array([len(words & rw) / max(len(words), 1) for rw in self._record_words])
+        coverage = self._holding(self._postings, words, n) / max(len(words), 1)
         weighted_coverage = self._weighted_coverage(words)
         quoted = message_words(query.message or "")
         has_message = float(len(quoted) >= 2)
-        covered = np.array([float(has_message > 0 and quoted <= words) for words in self._message_words])
+        # Records whose message holds every quoted word: those in all the words' postings.
+        covered = (self._holding(self._message_postings, quoted, n) == len(quoted)).astype(np.float64)
+        covered *= has_message > 0
 
         features = np.column_stack(
             [
@@ -486,7 +506,7 @@ class Retriever:
         if query.kind == "empty" or not self.records:
             return Retrieval([], 0.0, False)
         scored = self.score(query)
-        order = np.argsort(-scored.scores, kind="stable")[: max(k, 2)]
+        order = _best(scored.scores, max(k, 2))
         confidence = self.confidence(scored, order)
         hits = [Hit(self.records[i], float(scored.scores[i]), _why(scored.features[i], i, order)) for i in order[:k]]
         return Retrieval(hits, confidence, confidence >= self.confidence_threshold)
@@ -541,10 +561,39 @@ def _why(f: np.ndarray, i: int, order: np.ndarray) -> tuple[str, ...]:
     return tuple(why)
 
 
+def _codes(values) -> tuple[dict[str, int], np.ndarray]:
+    """Each distinct value numbered, and every record's number: compared as integers, not strings."""
+    index: dict[str, int] = {}
+    codes = [index.setdefault(v, len(index)) for v in values]
+    return index, np.array(codes, dtype=np.int32)
+
+
+def _postings(word_sets) -> dict:
+    """Word -> the ascending positions of the records whose set holds it."""
+    holders: dict = defaultdict(list)
+    for i, words in enumerate(word_sets):
+        for w in words:
+            holders[w].append(i)
+    return {w: np.array(rs, dtype=np.int32) for w, rs in holders.items()}
+
+
 def _reciprocal_rank(values: np.ndarray) -> np.ndarray:
-    ranks = np.empty(len(values))
-    ranks[np.argsort(-values, kind="stable")] = np.arange(len(values))
+    """1 / (1 + rank), ranks exact for the best ``RANK_DEPTH`` records; all others share rank RANK_DEPTH
+    (a large knowledge base is not sorted whole for a signal below 0.001 there)."""
+    ranks = np.full(len(values), float(RANK_DEPTH))
+    top = _best(values, RANK_DEPTH)
+    ranks[top] = np.arange(len(top))
     return 1.0 / (1.0 + ranks)
+
+
+def _best(values: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` largest values, best first (ties: the lower position first)."""
+    if len(values) > k:
+        kth = np.partition(values, len(values) - k)[len(values) - k]  # the k-th largest
+        above = np.flatnonzero(values > kth)
+        part = np.concatenate([above, np.flatnonzero(values == kth)[: k - len(above)]])
+        return part[np.lexsort((part, -values[part]))]
+    return np.argsort(-values, kind="stable")
 
 
 def _sigmoid(z: float) -> float:

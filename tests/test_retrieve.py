@@ -6,6 +6,7 @@ import json
 import logging
 import time
 
+import numpy as np
 import pytest
 
 from assistant import parse_query
@@ -295,3 +296,17 @@ def test_libraries_that_share_every_name_are_never_mentioned(tmp_path, embedder)
     scored = retriever.score(parse_query("why does widgetlib say: Widget w1 has no frobnicator configured"))
     assert not scored.features[:, FEATURES.index("library_named")].any()
     assert _top(retriever, "WidgetError: Widget w1 has no frobnicator configured") == "no-frobnicator"
+
+
+def test_rank_signals_are_exact_for_the_best_records_of_a_large_knowledge_base():
+    from assistant.retrieve import RANK_DEPTH, _best, _reciprocal_rank
+
+    rng = np.random.default_rng(0)
+    values = np.round(rng.random(20 * RANK_DEPTH), 3)  # many ties
+    full = np.argsort(-values, kind="stable")
+    assert _best(values, 10).tolist() == full[:10].tolist()
+    ranks = _reciprocal_rank(values)
+    assert np.allclose(ranks[full[:RANK_DEPTH]], 1.0 / (1.0 + np.arange(RANK_DEPTH)))
+    assert np.allclose(ranks[full[RANK_DEPTH + 5 :]], 1.0 / (1.0 + RANK_DEPTH))
+    small = values[:50]
+    assert np.allclose(_reciprocal_rank(small)[np.argsort(-small, kind="stable")], 1.0 / (1.0 + np.arange(50)))
