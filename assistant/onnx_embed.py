@@ -9,6 +9,7 @@ keyed by their hash, and reused by every later process.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import tempfile
@@ -47,10 +48,19 @@ class LocalEncoder:
     sentence-transformers model directory (the bundled MiniLM is one). Subclasses run the transformer."""
 
     runtime_name = ""
+    required_modules: tuple[str, ...] = ()  # imported first: a missing runtime is named before any work
     install_hint = ""
     pad_multiple = 1  # pad each batch's length up to a multiple of this (runtimes that compile per shape)
 
     def __init__(self, model_dir: Path, *, cache_dir: Path | None = None):
+        try:
+            for module in self.required_modules:
+                importlib.import_module(module)
+        except ImportError as exc:
+            raise EmbedderError(
+                f"the {self.runtime_name} embedders need {self.install_hint}, "
+                f"or drop the {self.runtime_name} suffix from the embedder name"
+            ) from exc
         self.model_dir = Path(model_dir)
         self._check_pooling()
         self.max_length = self._max_length()
@@ -154,16 +164,10 @@ class OnnxEncoder(LocalEncoder):
     """The transformer exported to ONNX and run by ONNX Runtime, with int8 weights when ``int8``."""
 
     runtime_name = "-onnx"
-    install_hint = "ONNX Runtime (pip install 'errata[onnx]')"
+    required_modules = ("onnxruntime",)
+    install_hint = "ONNX Runtime (pip install 'errata[onnx]': onnx, onnxruntime)"
 
     def __init__(self, model_dir: Path, *, int8: bool, cache_dir: Path | None = None):
-        try:
-            import onnxruntime  # noqa: F401
-        except ImportError as exc:
-            raise EmbedderError(
-                "the -onnx embedders need ONNX Runtime: pip install 'errata[onnx]' (onnx, onnxruntime), "
-                "or drop the -onnx suffix from the embedder name"
-            ) from exc
         super().__init__(model_dir, cache_dir=cache_dir)
         self.int8 = int8
         self.path = self._ensure_exported()

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import EmbedderError
 from .onnx_embed import LocalEncoder, inputs, mean_pooled
 
 CALIBRATION_FORMAT = 1  # bump when the calibration changes, so old cached models are not reused
@@ -24,19 +23,12 @@ CALIBRATION_EVERY = 5  # every 5th bundled record calibrates: its record text an
 
 class OpenVinoEncoder(LocalEncoder):
     runtime_name = "-openvino-int8"
+    required_modules = ("openvino", "nncf")
     install_hint = "OpenVINO and NNCF (pip install 'errata[openvino]')"
     # OpenVINO compiles kernels per input shape: rounding lengths up to 16 reuses them (measured ~10% faster).
     pad_multiple = 16
 
     def __init__(self, model_dir: Path, *, cache_dir: Path | None = None):
-        try:
-            import nncf  # noqa: F401
-            import openvino  # noqa: F401
-        except ImportError as exc:
-            raise EmbedderError(
-                "the -openvino-int8 embedder needs OpenVINO and NNCF: pip install 'errata[openvino]', "
-                "or drop the -openvino-int8 suffix from the embedder name"
-            ) from exc
         super().__init__(model_dir, cache_dir=cache_dir)
         self.path = self._ensure_quantized()
 

@@ -15,6 +15,7 @@ from assistant.errors import EmbedderError
 from assistant.index import MANIFEST_NAME, open_index
 from assistant.onnx_embed import OnnxEncoder, weights_hash
 from assistant.settings import BUNDLED_KB_DIR, DEFAULT_EMBEDDER
+from tests.vectors import assert_close_to_the_float_model, assert_index_agrees_with_the_float_model
 
 
 @pytest.fixture(scope="module")
@@ -26,15 +27,7 @@ def texts():
 def test_the_onnx_int8_embedder_stays_close_to_the_float_model(embedder, onnx_cache, texts):
     fast = Embedder(DEFAULT_EMBEDDER + "-onnx-int8", cache_dir=onnx_cache)
     assert fast.model_id != embedder.model_id and fast.runtime == "onnx-int8" and fast.quantized
-    exact = embedder.encode(texts)
-    quick = fast.encode(texts)
-    assert quick.shape == exact.shape and quick.dtype == np.float32
-    assert np.allclose(np.linalg.norm(quick, axis=1), 1, atol=1e-4)
-    cosines = np.sum(exact * quick, axis=1)
-    assert cosines.mean() > 0.99 and cosines.min() > 0.98
-    # Each record is still its own nearest neighbour among the float vectors: quantization moves
-    # vectors less than the distance between records.
-    assert (np.argmax(quick @ exact.T, axis=1) == np.arange(len(texts))).all()
+    assert_close_to_the_float_model(embedder.encode(texts), fast.encode(texts))
     assert sorted(p.name.split("-", 1)[1] for p in onnx_cache.glob("*.onnx")) == ["float.onnx", "int8.onnx"]
 
 
@@ -56,14 +49,7 @@ def test_an_onnx_index_is_built_reused_and_searched_through_open_index(embedder,
     index, report = open_index(records, fast, tmp_path / "index")
     assert report.rebuilt and report.embedded == len(records)
     assert json.loads((tmp_path / "index" / MANIFEST_NAME).read_text())["embedder"] == fast.model_id
-    scores, rows = index.search(fast.encode(["Agent interrupted."]), 3)
-    assert index.record_ids[rows[0][0]] == "c6aeeba10bb30da8" and scores[0][0] > 0.5
-    # Searched by each record's error line, the index gives the float model's top hit (measured: all 40).
-    lines = [f"{r.error_class}: {r.error_message}" for r in records]
-    float_top = np.argmax(embedder.encode(lines) @ embedder.encode_records(records).T, axis=1)
-    _, rows = index.search(fast.encode(lines), 1)
-    agree = np.mean([index.record_ids[row[0]] == records[top].id for row, top in zip(rows, float_top, strict=True)])
-    assert agree >= 0.95
+    assert_index_agrees_with_the_float_model(index, fast, embedder, records)
     _, again = open_index(records, fast, tmp_path / "index")
     assert not again.rebuilt and again.embedded == 0
     # The float model does not read these vectors: a different id rebuilds the index.

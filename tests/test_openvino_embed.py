@@ -13,6 +13,7 @@ from assistant.errors import EmbedderError
 from assistant.index import open_index
 from assistant.openvino_embed import OpenVinoEncoder, calibration_texts
 from assistant.settings import BUNDLED_KB_DIR, DEFAULT_EMBEDDER
+from tests.vectors import assert_close_to_the_float_model, assert_index_agrees_with_the_float_model
 
 FAST = DEFAULT_EMBEDDER + "-openvino-int8"
 
@@ -34,13 +35,7 @@ def test_the_openvino_embedder_stays_close_to_the_float_model(embedder, fast, on
         and fast.quantized
         and fast.model_id not in {embedder.model_id, DEFAULT_EMBEDDER + "-onnx-int8"}
     )
-    exact = embedder.encode(texts)
-    quick = fast.encode(texts)
-    assert quick.shape == exact.shape and quick.dtype == np.float32
-    assert np.allclose(np.linalg.norm(quick, axis=1), 1, atol=1e-4)
-    cosines = np.sum(exact * quick, axis=1)
-    assert cosines.mean() > 0.99 and cosines.min() > 0.98
-    assert (np.argmax(quick @ exact.T, axis=1) == np.arange(len(texts))).all()
+    assert_close_to_the_float_model(embedder.encode(texts), fast.encode(texts))
     # Made once from the float export and kept: the two OpenVINO files beside it, no leftovers.
     names = sorted(p.name.split("-", 1)[1] for p in onnx_cache.iterdir() if not p.name.endswith("int8.onnx"))
     assert names == ["float.onnx", "ov-int8-c1.bin", "ov-int8-c1.xml"]
@@ -73,13 +68,7 @@ def test_an_openvino_index_is_built_and_searched_and_the_model_reused(embedder, 
     made = {p: p.stat().st_mtime_ns for p in onnx_cache.iterdir()}
     index, report = open_index(records, fast, tmp_path / "index")
     assert report.rebuilt and report.embedded == len(records)
-    scores, rows = index.search(fast.encode(["Agent interrupted."]), 3)
-    assert index.record_ids[rows[0][0]] == "c6aeeba10bb30da8" and scores[0][0] > 0.5
-    lines = [f"{r.error_class}: {r.error_message}" for r in records]
-    float_top = np.argmax(embedder.encode(lines) @ embedder.encode_records(records).T, axis=1)
-    _, rows = index.search(fast.encode(lines), 1)
-    agree = np.mean([index.record_ids[row[0]] == records[top].id for row, top in zip(rows, float_top, strict=True)])
-    assert agree >= 0.95
+    assert_index_agrees_with_the_float_model(index, fast, embedder, records)
     # A second encoder (as in a new process) finds the calibrated model on disk and makes nothing.
     again = OpenVinoEncoder(fast.model.model_dir, cache_dir=onnx_cache)
     assert again.path == fast.model.path
