@@ -167,10 +167,11 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
 def _build(args: argparse.Namespace, settings: Settings) -> int:
     from .embed import Embedder
     from .index import open_index
-    from .records import LoadReport, load_records
+    from .records import LoadReport
+    from .shelf import RecordShelf
 
     report = LoadReport()
-    records = load_records(settings.kb, strict=settings.strict, report=report)
+    records = RecordShelf.load(settings.kb, strict=settings.strict, report=report)  # a large KB stays on disk
     embedder = Embedder(settings.embedder, batch_size=settings.embed_batch_size)
     _index, build = open_index(
         records, embedder, settings.index_dir, show_progress=True, force=args.force, store=settings.store

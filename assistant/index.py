@@ -166,9 +166,11 @@ def open_index(
         return _open_store(store, records, embedder, show_progress=show_progress, force=force)
     started = time.perf_counter()
     index_dir = Path(index_dir)
-    hashes = [r.content_hash for r in records]
-    text_hashes = [embedding_key(r) for r in records]
-    ids = [r.id for r in records]
+    hashes, text_hashes, ids = [], [], []
+    for r in records:  # one pass: records on a shelf are parsed once
+        hashes.append(r.content_hash)
+        text_hashes.append(embedding_key(r))
+        ids.append(r.id)
     with build_lock(index_dir):
         manifest, reason = (None, "forced rebuild") if force else _read_manifest(index_dir, embedder)
         if manifest is not None and (manifest["ids"], manifest["hashes"], manifest["text_hashes"]) == (

@@ -10,7 +10,7 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -200,40 +200,68 @@ def load_records(
     Later files override nothing: a duplicate id is a problem like any other. Ingested records that
     describe a raise a curated record also describes give way to it (see :func:`prefer_curated`).
     """
+    records = [found.record for found in scan_records(paths, strict=strict, report=report)]
+    return prefer_curated(records, report)
+
+
+@dataclass(frozen=True)
+class FoundRecord:
+    """A valid record and where its line is: file, byte offset and length, line number."""
+
+    record: Record
+    path: Path
+    offset: int
+    length: int
+    lineno: int
+
+
+def scan_records(
+    paths: Sequence[Path | str] | Path | str, *, strict: bool = False, report: LoadReport | None = None
+) -> Iterator[FoundRecord]:
+    """Every valid record under ``paths`` in order, one at a time (see :func:`load_records` for the rules;
+    the ingested-versus-curated choice is the caller's)."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     report = report if report is not None else LoadReport()
-    records: list[Record] = []
     seen: dict[str, str] = {}
+    found = 0
     for path in kb_files(paths):
         report.files.append(path)
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
+            handle = path.open("rb")
+        except OSError as exc:
             _problem(report, strict, f"{path}: cannot read file: {exc}")
             continue
-        for lineno, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                record = _parse_line(line, where)
-            except ValueError as exc:
-                _problem(report, strict, f"{where}: {exc}")
-                continue
-            if record.id in seen:
-                _problem(report, strict, f"{where}: id: duplicate id {record.id} (first at {seen[record.id]})")
-                continue
-            seen[record.id] = where
-            records.append(record)
+        with handle:
+            offset = 0
+            for lineno, raw in enumerate(handle, start=1):
+                where = f"{path}:{lineno}"
+                line_offset, offset = offset, offset + len(raw)
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    _problem(report, strict, f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})")
+                    continue
+                if not line.strip():
+                    continue
+                try:
+                    record = _parse_line(line, where)
+                except ValueError as exc:
+                    _problem(report, strict, f"{where}: {exc}")
+                    continue
+                if record.id in seen:
+                    _problem(report, strict, f"{where}: id: duplicate id {record.id} (first at {seen[record.id]})")
+                    continue
+                seen[record.id] = where
+                found += 1
+                yield FoundRecord(record, path, line_offset, len(raw), lineno)
     if report.problems:
         logger.warning("skipped %d malformed record line(s); first: %s", report.skipped, report.problems[0])
-    if not records:
+    if not found:
         raise KnowledgeBaseError(
             "the knowledge base holds no valid records"
             + (f" ({report.skipped} malformed; first: {report.problems[0]})" if report.problems else "")
         )
-    return prefer_curated(records, report)
 
 
 def prefer_curated(records: Sequence[Record], report: LoadReport | None = None) -> list[Record]:
@@ -242,25 +270,33 @@ def prefer_curated(records: Sequence[Record], report: LoadReport | None = None) 
     A record is ingested when ``errata ingest`` tagged it so; every other record is curated and always kept.
     Order is kept, so ranking ties stay stable.
     """
+    keep = curated_first([choice_entry(r) for r in records], report)
+    return list(records) if keep is None else [r for r, kept in zip(records, keep, strict=True) if kept]
 
-    def key(record: Record) -> tuple[str, str, int]:
-        return record.repo, record.file_path.removeprefix("src/"), record.line_number
 
-    if not any(INGESTED_TAG in r.tags for r in records):
-        return list(records)  # the common case, kept cheap for very large knowledge bases
-    curated = {key(r) for r in records if INGESTED_TAG not in r.tags}
-    kept: list[Record] = []
-    seen: set[tuple[str, str, int]] = set()
-    for record in records:
-        if INGESTED_TAG in record.tags and (key(record) in curated or key(record) in seen):
-            if report is not None:
-                report.superseded += 1
-            continue
-        seen.add(key(record))
-        kept.append(record)
-    if len(kept) < len(records):
-        logger.info("%d ingested record(s) gave way to curated records of the same raise", len(records) - len(kept))
-    return kept
+def choice_entry(record: Record) -> tuple[int, bool]:
+    """What the ingested-versus-curated choice needs of a record: a hash of the raise it describes
+    (repo, file, line: two records with one key describe the same ``raise``) and whether it was ingested."""
+    key = (record.repo, record.file_path.removeprefix("src/"), record.line_number)
+    return hash(key), INGESTED_TAG in record.tags
+
+
+def curated_first(entries: Sequence[tuple[int, bool]], report: LoadReport | None = None) -> list[bool] | None:
+    """Which records :func:`prefer_curated` keeps, in order, from their :func:`choice_entry`; None when all."""
+    if not any(ingested for _key, ingested in entries):
+        return None  # the common case, kept cheap for very large knowledge bases
+    curated = {key for key, ingested in entries if not ingested}
+    keep: list[bool] = []
+    seen: set[int] = set()
+    for key, ingested in entries:
+        dropped = ingested and (key in curated or key in seen)
+        keep.append(not dropped)
+        if dropped and report is not None:
+            report.superseded += 1
+        seen.add(key)
+    if not all(keep):
+        logger.info("%d ingested record(s) gave way to curated records of the same raise", keep.count(False))
+    return keep
 
 
 def _parse_line(line: str, where: str) -> Record:

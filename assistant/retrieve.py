@@ -29,7 +29,7 @@ import logging
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import bm25s
@@ -264,31 +264,74 @@ def _compile(pattern: str):
         return None
 
 
-def library_names(records: Sequence[Record]) -> dict[str, frozenset[str]]:
+def library_names(records: Iterable[Record]) -> dict[str, frozenset[str]]:
     """For each repo, the package names people see: its import name(s), its repo name, its first tag.
 
     A name counts when at least half of the repo's records sit under a folder of that name and no other
     repo uses it, so ``pydantic_ai`` and ``pydantic`` stay apart.
     """
-    by_repo: dict[str, list[Record]] = defaultdict(list)
+    counts = LibraryCounts()
     for r in records:
-        by_repo[r.repo].append(r)
-    folder_counts: dict[str, Counter] = {}
-    for repo, rs in by_repo.items():
-        counts: Counter = Counter()
-        for r in rs:
-            counts.update({normalize_library(p) for p in r.file_path.split("/")[:-1][:4]})
-        folder_counts[repo] = counts
-    owners: Counter = Counter()
-    names: dict[str, set[str]] = {}
-    for repo, rs in by_repo.items():
-        repo_name = normalize_library(repo.split("/")[-1])
-        found = {repo_name, re.sub(r"(_sdk)?_python$", "", repo_name)}
-        found |= {n for n, c in folder_counts[repo].items() if c * 2 >= len(rs) and n not in _STOP_DIRS}
-        found |= {normalize_library(r.tags[0]) for r in rs if r.tags}
-        names[repo] = {n for n in found if n.isidentifier() and len(n) > 2}
-        owners.update(names[repo])
-    return {repo: frozenset(n for n in ns if owners[n] == 1) for repo, ns in names.items()}
+        counts.add(r)
+    return counts.names()
+
+
+class LibraryCounts:
+    """What :func:`library_names` needs of each record, gathered one record at a time."""
+
+    def __init__(self) -> None:
+        self.records: Counter = Counter()
+        self.folders: dict[str, Counter] = defaultdict(Counter)
+        self.tags: dict[str, set[str]] = defaultdict(set)
+
+    def add(self, r: Record) -> None:
+        self.records[r.repo] += 1
+        self.folders[r.repo].update({normalize_library(p) for p in r.file_path.split("/")[:-1][:4]})
+        if r.tags:
+            self.tags[r.repo].add(normalize_library(r.tags[0]))
+
+    def names(self) -> dict[str, frozenset[str]]:
+        owners: Counter = Counter()
+        names: dict[str, set[str]] = {}
+        for repo, count in self.records.items():
+            repo_name = normalize_library(repo.split("/")[-1])
+            found = {repo_name, re.sub(r"(_sdk)?_python$", "", repo_name)}
+            found |= {n for n, c in self.folders[repo].items() if c * 2 >= count and n not in _STOP_DIRS}
+            found |= self.tags[repo]
+            names[repo] = {n for n in found if n.isidentifier() and len(n) > 2}
+            owners.update(names[repo])
+        return {repo: frozenset(n for n in ns if owners[n] == 1) for repo, ns in names.items()}
+
+
+@dataclass
+class _Columns:
+    """Everything the Retriever keeps or indexes of every record, read in one pass over the records
+    (records on a shelf are parsed once here, not once per signal)."""
+
+    ids: list[str]
+    patterns: list[str]
+    classes: list[str]
+    file_tails: list[str]
+    repos: list[str]
+    message_texts: list[str]
+    all_texts: list[str]
+    message_words: list[frozenset[str]]
+    libraries: LibraryCounts
+
+    @classmethod
+    def read(cls, records: Iterable[Record]) -> _Columns:
+        columns = cls([], [], [], [], [], [], [], [], LibraryCounts())
+        for r in records:
+            columns.ids.append(r.id)
+            columns.patterns.append(r.message_pattern)
+            columns.classes.append(r.error_class)
+            columns.file_tails.append(_path_tail(r.file_path))
+            columns.repos.append(r.repo)
+            columns.message_texts.append(_message_text(r))
+            columns.all_texts.append(_all_text(r))
+            columns.message_words.append(message_words(r.error_message))
+            columns.libraries.add(r)
+        return columns
 
 
 class Retriever:
@@ -304,7 +347,7 @@ class Retriever:
         weights: dict[str, dict[str, float]] | None = None,
         confidence_weights: dict[str, dict[str, float]] | None = None,
     ):
-        self.records = list(records)
+        self.records = records if isinstance(records, Sequence) else list(records)
         self.embedder = embedder
         self.vector_index = vector_index
         self.confidence_threshold = confidence_threshold
@@ -313,19 +356,22 @@ class Retriever:
             model: np.array([w.get(f, 0.0) for f in CONFIDENCE_FEATURES])
             for model, w in (confidence_weights or CONFIDENCE_WEIGHTS).items()
         }
-        n = len(self.records)
-        position = {r.id: i for i, r in enumerate(self.records)}
+        columns = _Columns.read(self.records)
+        n = len(columns.ids)
+        position = {rid: i for i, rid in enumerate(columns.ids)}
         # FAISS row -> position in self.records (rows of records not loaded are ignored).
         self._row_to_pos = np.array([position.get(rid, -1) for rid in vector_index.record_ids], dtype=np.int64)
-        self._pattern_index = PatternIndex([r.message_pattern for r in self.records])
-        self._literals = np.array([literal_chars(r.message_pattern) for r in self.records], dtype=np.float64)
-        self._class_index, self._class_codes = _codes(r.error_class for r in self.records)
-        class_counts = Counter(r.error_class for r in self.records)
+        del position
+        self._pattern_index = PatternIndex(columns.patterns)
+        self._pattern_texts = columns.patterns  # read per query for the candidates: kept, not re-read from disk
+        self._literals = np.array([literal_chars(p) for p in columns.patterns], dtype=np.float64)
+        self._class_index, self._class_codes = _codes(columns.classes)
+        class_counts = Counter(columns.classes)
         self._class_rarity = {c: math.log((n + 1) / k) / math.log(n + 1) for c, k in class_counts.items()}
-        self._file_index, self._file_codes = _codes(_path_tail(r.file_path) for r in self.records)
-        names = library_names(self.records)
+        self._file_index, self._file_codes = _codes(columns.file_tails)
+        names = columns.libraries.names()
         self._repo_names = names
-        self._repo_index, self._repo_codes = _codes(r.repo for r in self.records)
+        self._repo_index, self._repo_codes = _codes(columns.repos)
         self._library_to_repo = {name: repo for repo, ns in names.items() for name in ns}
         mention_words = sorted(self._library_to_repo, key=len, reverse=True)
         variants = {v: w for w in mention_words for v in {w, w.replace("_", "-"), w.replace("_", " ")}}
@@ -336,8 +382,8 @@ class Retriever:
         )
         self._mention_variants = {v.lower(): w for v, w in variants.items()}
         self._bm25_message = bm25s.BM25()
-        self._bm25_message.index(_tokenize([_message_text(r) for r in self.records]), show_progress=False)
-        corpus = _tokenize([_all_text(r) for r in self.records])
+        self._bm25_message.index(_tokenize(columns.message_texts), show_progress=False)
+        corpus = _tokenize(columns.all_texts)
         self._bm25_all = bm25s.BM25()
         self._bm25_all.index(corpus, show_progress=False)
         # Each record's words, as ids of the BM25 vocabulary, for the coverage signal.
@@ -348,8 +394,8 @@ class Retriever:
         self._postings = _postings(record_words)
         self._idf = {w: math.log((n + 1) / (len(rs) + 0.5)) for w, rs in self._postings.items()}
         # Which records' messages hold each literal message word (the message_covered signal).
-        self._message_postings = _postings(message_words(r.error_message) for r in self.records)
-        self._slow_patterns: set[int] = set()
+        self._message_postings = _postings(columns.message_words)
+        self._slow_patterns: set[str] = set()
 
     # --- signals -------------------------------------------------------------------------------
 
@@ -364,22 +410,33 @@ class Retriever:
         messages = [m[:PATTERN_MESSAGE_CHARS] for m in messages]
         text = query.text[-PATTERN_TEXT_CHARS:]
         length = max((len(m) for m in messages[:1]), default=0)
+        found: dict[str, tuple[bool, bool]] = {}  # records sharing a pattern share its result
         for i in self._pattern_index.candidates([text, *messages]):
-            pattern = _compile(self.records[i].message_pattern)
-            if pattern is None or i in self._slow_patterns:
-                continue
-            if messages and any(self._search(i, pattern, m) for m in messages):
+            source = self._pattern_texts[i]
+            if source not in found:
+                found[source] = self._match(i, source, messages, text)
+            matched_message, matched_text = found[source]
+            if matched_message:
                 on_message[i] = 1.0
                 specificity[i] = min(1.0, self._literals[i] / max(length, 1))
-            elif self._search(i, pattern, text):
+            elif matched_text:
                 on_text[i] = 1.0
         return on_message, specificity, on_text
+
+    def _match(self, i: int, source: str, messages: list[str], text: str) -> tuple[bool, bool]:
+        """Whether record ``i``'s pattern matches one of the messages, else the whole text."""
+        pattern = _compile(source)
+        if pattern is None or source in self._slow_patterns:
+            return False, False
+        if messages and any(self._search(i, pattern, m) for m in messages):
+            return True, False
+        return False, self._search(i, pattern, text)
 
     def _search(self, i: int, pattern, text: str) -> bool:
         try:
             return pattern.search(text, timeout=PATTERN_TIMEOUT_S) is not None
         except TimeoutError:
-            self._slow_patterns.add(i)
+            self._slow_patterns.add(pattern.pattern)
             logger.warning("messagePattern of record %s backtracks too long; it is no longer used", self.records[i].id)
             return False
 
@@ -588,12 +645,23 @@ def _reciprocal_rank(values: np.ndarray) -> np.ndarray:
 
 def _best(values: np.ndarray, k: int) -> np.ndarray:
     """Positions of the ``k`` largest values, best first (ties: the lower position first)."""
-    if len(values) > k:
-        kth = np.partition(values, len(values) - k)[len(values) - k]  # the k-th largest
-        above = np.flatnonzero(values > kth)
-        part = np.concatenate([above, np.flatnonzero(values == kth)[: k - len(above)]])
-        return part[np.lexsort((part, -values[part]))]
-    return np.argsort(-values, kind="stable")
+    if len(values) <= k:
+        return np.argsort(-values, kind="stable")
+    # Most records of a large knowledge base may tie at the floor (no shared word, or beyond the nearest
+    # vectors), which makes np.partition ten times slower: then partition only what is above it.
+    floor = values.min()
+    above_floor = values > floor
+    count = int(above_floor.sum())
+    if count < k:
+        chosen = np.concatenate([np.flatnonzero(above_floor), np.flatnonzero(~above_floor)[: k - count]])
+    else:
+        pool = np.flatnonzero(above_floor) if count * 2 < len(values) else None
+        candidates = values if pool is None else values[pool]
+        kth = np.partition(candidates, len(candidates) - k)[len(candidates) - k]  # the k-th largest
+        top, tied = np.flatnonzero(candidates > kth), np.flatnonzero(candidates == kth)
+        chosen = np.concatenate([top, tied[: k - len(top)]])
+        chosen = chosen if pool is None else pool[chosen]
+    return chosen[np.lexsort((chosen, -values[chosen]))]
 
 
 def _sigmoid(z: float) -> float:

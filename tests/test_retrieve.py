@@ -308,5 +308,11 @@ def test_rank_signals_are_exact_for_the_best_records_of_a_large_knowledge_base()
     ranks = _reciprocal_rank(values)
     assert np.allclose(ranks[full[:RANK_DEPTH]], 1.0 / (1.0 + np.arange(RANK_DEPTH)))
     assert np.allclose(ranks[full[RANK_DEPTH + 5 :]], 1.0 / (1.0 + RANK_DEPTH))
+    # Most records at the floor (no shared word): the fast path gives the same order.
+    floor_heavy = np.where(rng.random(len(values)) < 0.97, 0.0, values)
+    assert _best(floor_heavy, RANK_DEPTH).tolist() == np.argsort(-floor_heavy, kind="stable")[:RANK_DEPTH].tolist()
+    few = np.zeros(len(values))
+    few[[7, 3000, 9]] = [0.5, 0.9, 0.5]
+    assert _best(few, 5).tolist() == [3000, 7, 9, 0, 1]
     small = values[:50]
     assert np.allclose(_reciprocal_rank(small)[np.argsort(-small, kind="stable")], 1.0 / (1.0 + np.arange(50)))

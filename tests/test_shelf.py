@@ -1,0 +1,82 @@
+"""The record shelf: the same records load_records gives, read from disk on access, never the wrong one."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+import pytest
+
+from assistant.errors import KnowledgeBaseError
+from assistant.records import INGESTED_TAG, LoadReport, load_records
+from assistant.settings import BUNDLED_KB_DIR
+from assistant.shelf import RecordShelf
+from tests.conftest import read_lines, write_lines
+
+
+def test_the_shelf_holds_the_records_load_records_gives():
+    loaded = load_records(BUNDLED_KB_DIR)
+    shelf = RecordShelf.load(BUNDLED_KB_DIR)
+    assert len(shelf) == len(loaded) == 500
+    assert list(shelf) == loaded  # every field, in order
+    assert shelf.ids() == [r.id for r in loaded]
+    assert shelf[-1] == loaded[-1] and shelf[10:13] == loaded[10:13]
+    assert [r.source for r in shelf[:3]] == [r.source for r in loaded[:3]]  # file:line, for messages
+    with pytest.raises(IndexError):
+        shelf[500]
+
+
+def test_malformed_lines_and_ingested_duplicates_are_handled_as_load_records_does(small_kb):
+    path = next(small_kb.glob("*.jsonl"))
+    rows = read_lines(path)
+    first = rows[0]["record"]
+    ingested = dict(first, id="f" * 16, tags=[*first["tags"], INGESTED_TAG], documentation="ingested twin")
+    write_lines(path, [*rows, {"record": ingested, "datasetVersion": "x"}])
+    with path.open("a") as handle:
+        handle.write("{not json\n")
+    expected_report, report = LoadReport(), LoadReport()
+    expected = load_records(small_kb, report=expected_report)
+    shelf = RecordShelf.load(small_kb, report=report)
+    assert list(shelf) == expected and "f" * 16 not in shelf.ids()  # the curated record wins
+    assert report.problems == expected_report.problems and report.problems[0].startswith(f"{path}:{len(rows) + 2}:")
+    assert report.superseded == expected_report.superseded == 1
+    with pytest.raises(KnowledgeBaseError, match=f"{path}:{len(rows) + 2}"):
+        RecordShelf.load(small_kb, strict=True)
+
+
+def test_a_file_replaced_after_loading_is_read_as_it_was_loaded(small_kb):
+    path = next(small_kb.glob("*.jsonl"))
+    shelf = RecordShelf.load(small_kb)
+    before = list(shelf)
+    rows = read_lines(path)
+    replacement = path.with_suffix(".new")
+    write_lines(replacement, rows[::-1])
+    os.replace(replacement, path)  # as errata refresh-kb does
+    assert list(shelf) == before
+
+
+def test_a_file_edited_in_place_is_reported_not_misread(small_kb):
+    path = next(small_kb.glob("*.jsonl"))
+    shelf = RecordShelf.load(small_kb)
+    rows = read_lines(path)
+    with path.open("r+") as handle:  # same file, other content at the same offsets
+        handle.write("".join(json.dumps(r) + "\n" for r in rows[::-1]))
+    with pytest.raises(KnowledgeBaseError, match=f"{path}:1 changed since the knowledge base was loaded"):
+        shelf[0]
+
+
+def test_threads_read_one_shelf_at_once():
+    shelf = RecordShelf.load(BUNDLED_KB_DIR)
+    expected = shelf.ids()
+    seen: dict[int, list[str]] = {}
+
+    def read(n: int) -> None:
+        seen[n] = [shelf[i].id for i in range(n, len(shelf), 3)]
+
+    threads = [threading.Thread(target=read, args=(n,)) for n in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(i for ids in seen.values() for i in ids) == sorted(expected)
