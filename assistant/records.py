@@ -245,7 +245,7 @@ def scan_records(
                 if not line.strip():
                     continue
                 try:
-                    record = _parse_line(line, where)
+                    record = parse_line(line, where)
                 except ValueError as exc:
                     _problem(report, strict, f"{where}: {exc}")
                     continue
@@ -274,20 +274,22 @@ def prefer_curated(records: Sequence[Record], report: LoadReport | None = None) 
     return list(records) if keep is None else [r for r, kept in zip(records, keep, strict=True) if kept]
 
 
-def choice_entry(record: Record) -> tuple[int, bool]:
-    """What the ingested-versus-curated choice needs of a record: a hash of the raise it describes
-    (repo, file, line: two records with one key describe the same ``raise``) and whether it was ingested."""
-    key = (record.repo, record.file_path.removeprefix("src/"), record.line_number)
-    return hash(key), INGESTED_TAG in record.tags
+RaiseKey = tuple[str, str, int]
 
 
-def curated_first(entries: Sequence[tuple[int, bool]], report: LoadReport | None = None) -> list[bool] | None:
+def choice_entry(record: Record) -> tuple[RaiseKey, bool]:
+    """What the ingested-versus-curated choice needs of a record: the raise it describes (repo, file,
+    line: two records with one key describe the same ``raise``) and whether it was ingested."""
+    return (record.repo, record.file_path.removeprefix("src/"), record.line_number), INGESTED_TAG in record.tags
+
+
+def curated_first(entries: Sequence[tuple[RaiseKey, bool]], report: LoadReport | None = None) -> list[bool] | None:
     """Which records :func:`prefer_curated` keeps, in order, from their :func:`choice_entry`; None when all."""
     if not any(ingested for _key, ingested in entries):
         return None  # the common case, kept cheap for very large knowledge bases
     curated = {key for key, ingested in entries if not ingested}
     keep: list[bool] = []
-    seen: set[int] = set()
+    seen: set[RaiseKey] = set()
     for key, ingested in entries:
         dropped = ingested and (key in curated or key in seen)
         keep.append(not dropped)
@@ -299,7 +301,7 @@ def curated_first(entries: Sequence[tuple[int, bool]], report: LoadReport | None
     return keep
 
 
-def _parse_line(line: str, where: str) -> Record:
+def parse_line(line: str, where: str) -> Record:
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:

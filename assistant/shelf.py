@@ -20,19 +20,17 @@ from typing import overload
 import numpy as np
 
 from .errors import KnowledgeBaseError
-from .records import LoadReport, Record, _parse_line, choice_entry, curated_first, scan_records
+from .records import LoadReport, RaiseKey, Record, choice_entry, curated_first, parse_line, scan_records
 
 
 class RecordShelf(Sequence[Record]):
     """The records of a knowledge base, read from their JSONL files on access (thread-safe)."""
 
-    def __init__(self, files: list[Path], file_numbers, offsets, lengths, linenos, ids):
+    def __init__(self, files: list[Path], places: np.ndarray, ids: np.ndarray):
+        """``places``: one row per record, (file number, byte offset, byte length, line number)."""
         self.files = files
-        self._file_numbers = np.asarray(file_numbers, dtype=np.int32)
-        self._offsets = np.asarray(offsets, dtype=np.int64)
-        self._lengths = np.asarray(lengths, dtype=np.int32)
-        self._linenos = np.asarray(linenos, dtype=np.int32)
-        self._ids = np.asarray(ids, dtype="S16")  # record ids are 16 hex digits (checked when loaded)
+        self._places = places
+        self._ids = ids  # bytes: record ids are 16 hex digits (checked when loaded)
         self._handles: dict[int, int] = {}
         self._lock = threading.Lock()
         # Opened now: a file replaced later (errata refresh-kb writes a new file and renames it) is read
@@ -49,25 +47,26 @@ class RecordShelf(Sequence[Record]):
         report = report if report is not None else LoadReport()
         files: list[Path] = []
         numbers: dict[Path, int] = {}
-        columns: tuple[list, ...] = ([], [], [], [], [])
-        choice: list[tuple[int, bool]] = []
+        places: list[tuple[int, int, int, int]] = []
+        ids: list[str] = []
+        choice: list[tuple[RaiseKey, bool]] = []
         for found in scan_records(paths, strict=strict, report=report):
             number = numbers.setdefault(found.path, len(files))
             if number == len(files):
                 files.append(found.path)
-            for column, value in zip(
-                columns, (number, found.offset, found.length, found.lineno, found.record.id), strict=True
-            ):
-                column.append(value)
+            places.append((number, found.offset, found.length, found.lineno))
+            ids.append(found.record.id)
             choice.append(choice_entry(found.record))
         keep = curated_first(choice, report)
         del choice
+        rows = np.array(places, dtype=np.int64).reshape(-1, 4)
+        id_bytes = np.array(ids, dtype="S16")
         if keep is not None:
-            columns = tuple([v for v, kept in zip(column, keep, strict=True) if kept] for column in columns)
-        return cls(files, *columns)
+            rows, id_bytes = rows[np.array(keep)], id_bytes[np.array(keep)]
+        return cls(files, rows, id_bytes)
 
     def __len__(self) -> int:
-        return len(self._offsets)
+        return len(self._places)
 
     @overload
     def __getitem__(self, i: int) -> Record: ...
@@ -83,12 +82,11 @@ class RecordShelf(Sequence[Record]):
             i += len(self)
         if not 0 <= i < len(self):
             raise IndexError(f"record {i} of {len(self)}")
-        number = int(self._file_numbers[i])
-        path = self.files[number]
-        raw = os.pread(self._handle(number), int(self._lengths[i]), int(self._offsets[i]))
-        where = f"{path}:{int(self._linenos[i])}"
+        number, offset, length, lineno = (int(v) for v in self._places[i])
+        raw = os.pread(self._handle(number), length, offset)
+        where = f"{self.files[number]}:{lineno}"
         try:
-            record = _parse_line(raw.decode("utf-8"), where)
+            record = parse_line(raw.decode("utf-8"), where)
         except (ValueError, UnicodeDecodeError) as exc:
             raise KnowledgeBaseError(f"{where} changed since the knowledge base was loaded ({exc}); restart") from exc
         if record.id.encode() != self._ids[i]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 
@@ -13,6 +12,7 @@ from assistant import parse_query
 from assistant.index import open_index
 from assistant.records import load_records
 from assistant.retrieve import FEATURES, Retriever, library_names, literal_chars, message_words
+from tests.conftest import write_lines
 
 
 def _record(rid: str, repo: str, slug: str, cls: str, message: str, pattern: str, path: str, doc: str) -> dict:
@@ -102,7 +102,7 @@ def toy(tmp_path_factory, embedder):
     """A real index (real MiniLM, real FAISS files) over six hand-written records."""
     folder = tmp_path_factory.mktemp("toy")
     kb = folder / "kb.jsonl"
-    kb.write_text("".join(json.dumps({"record": r, "datasetVersion": "test"}) + "\n" for r in RECORDS))
+    write_lines(kb, [{"record": r, "datasetVersion": "test"} for r in RECORDS])
     records = load_records([kb], strict=True)
     index, _report = open_index(records, embedder, folder / "index")
     return records, index
@@ -288,7 +288,7 @@ def test_libraries_that_share_every_name_are_never_mentioned(tmp_path, embedder)
     """Two forks of one library: neither owns a name, so a question names no library (and nothing breaks)."""
     forks = [dict(RECORDS[0], id="b000000000000001", repo="one/widgetlib"), dict(RECORDS[1], repo="two/widgetlib")]
     kb = tmp_path / "kb.jsonl"
-    kb.write_text("".join(json.dumps({"record": r, "datasetVersion": "test"}) + "\n" for r in forks))
+    write_lines(kb, [{"record": r, "datasetVersion": "test"} for r in forks])
     records = load_records([kb], strict=True)
     assert library_names(records) == {"one/widgetlib": frozenset(), "two/widgetlib": frozenset()}
     index, _report = open_index(records, embedder, tmp_path / "index")
