@@ -20,19 +20,28 @@ ROWS_PER_STEP = 65_536  # rows copied or added to FAISS per step, bounding memor
 
 
 def refined_search(
-    faiss_index: faiss.Index, vectors: np.ndarray, queries: np.ndarray, k: int, refine: int
+    faiss_index: faiss.Index, vectors: np.ndarray, queries: np.ndarray, k: int, refine: int, exact: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``refine * k`` candidates from the approximate index, re-ranked by their exact inner product."""
-    depth = min(faiss_index.ntotal, k * refine)
-    _, candidates = faiss_index.search(queries, depth)
+    """The ``k`` nearest rows: ``refine * exact`` candidates (``exact`` defaults to ``k``) re-ranked by their
+    exact inner product first, then the approximate index's next ones with its 8-bit scores.
+
+    Why ``exact`` below ``k``: the Retriever wants a thousand neighbours but exact scores only for the
+    nearest; re-reading 4,000 rows from disk per query was half the query time at a million records.
+    """
+    exact = k if exact is None else min(exact, k)
+    depth = min(faiss_index.ntotal, max(k, exact * refine))
+    approximate, candidates = faiss_index.search(queries, depth)
     scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
     rows = np.full((len(queries), k), -1, dtype=np.int64)
     for q, found in enumerate(candidates):
-        found = np.unique(found[found >= 0])  # sorted: the rows are read in file order
-        exact = read_rows(vectors, found) @ queries[q]
-        best = np.argsort(-exact, kind="stable")[:k]
-        scores[q, : len(best)] = exact[best]
-        rows[q, : len(best)] = found[best]
+        head = np.unique(found[: exact * refine][found[: exact * refine] >= 0])  # sorted: read in file order
+        exact_scores = read_rows(vectors, head) @ queries[q]
+        best = np.argsort(-exact_scores, kind="stable")[:exact]
+        rest = ~np.isin(found, head[best]) & (found >= 0)
+        merged_rows = np.concatenate([head[best], found[rest]])[:k]
+        merged_scores = np.concatenate([exact_scores[best], approximate[q][rest]])[:k]
+        scores[q, : len(merged_rows)] = merged_scores
+        rows[q, : len(merged_rows)] = merged_rows
     return scores, rows
 
 

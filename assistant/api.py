@@ -11,13 +11,13 @@ from typing import Any
 from .answer import Answer
 from .draft import stream_answer
 from .embed import Embedder
-from .index import BuildReport, VectorIndex, open_index
+from .index import BuildReport, VectorIndex
 from .llm import ChatModel
 from .query import Query, parse_query
 from .records import LoadReport, Record
 from .retrieve import Hit, Retrieval, Retriever
 from .settings import Settings
-from .shelf import RecordShelf
+from .snapshot import open_knowledge_base
 
 logger = logging.getLogger(__name__)
 
@@ -43,25 +43,19 @@ class Assistant:
             kb = [kb]
         settings = settings or Settings.load()
         self.settings = settings.replace(kb=kb, index_dir=index_dir, **overrides)
-        self.load_report = LoadReport()
-        # Left on disk, read when shown: at 100k records, holding them as objects was 0.95 GB (see shelf.py).
-        self.records: Sequence[Record] = RecordShelf.load(
-            self.settings.kb, strict=self.settings.strict, report=self.load_report
-        )
         self.embedder = embedder or Embedder(self.settings.embedder, batch_size=self.settings.embed_batch_size)
-        self.vector_index: VectorIndex
-        self.build_report: BuildReport
-        self.vector_index, self.build_report = open_index(
-            self.records,
-            self.embedder,
-            self.settings.index_dir,
-            show_progress=show_progress,
-            store=self.settings.store,
-        )
+        # Records stay on disk, read when shown (see shelf.py); unchanged files start from the saved
+        # snapshot (see snapshot.py).
+        opened = open_knowledge_base(self.settings, self.embedder, show_progress=show_progress)
+        self.records: Sequence[Record] = opened.records
+        self.load_report: LoadReport = opened.load_report
+        self.vector_index: VectorIndex = opened.vector_index
+        self.build_report: BuildReport = opened.build_report
         self.retriever = Retriever(
             self.records,
             self.embedder,
             self.vector_index,
+            signals=opened.signals,
             confidence_threshold=self.settings.confidence_threshold,
         )
         if self.settings.serve_threads > 0:

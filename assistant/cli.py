@@ -166,16 +166,12 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
 @command("build")
 def _build(args: argparse.Namespace, settings: Settings) -> int:
     from .embed import Embedder
-    from .index import open_index
-    from .records import LoadReport
-    from .shelf import RecordShelf
+    from .snapshot import open_knowledge_base
 
-    report = LoadReport()
-    records = RecordShelf.load(settings.kb, strict=settings.strict, report=report)  # a large KB stays on disk
     embedder = Embedder(settings.embedder, batch_size=settings.embed_batch_size)
-    _index, build = open_index(
-        records, embedder, settings.index_dir, show_progress=True, force=args.force, store=settings.store
-    )
+    # The same path a server takes at start: the vector index, then the signal index saved beside it.
+    opened = open_knowledge_base(settings, embedder, show_progress=True, force=args.force)
+    build, report = opened.build_report, opened.load_report
     if args.json:
         extra = {"skipped_records": report.skipped, "superseded_records": report.superseded}
         print(json.dumps({**build.__dict__, "index_dir": str(settings.index_dir), **extra}))

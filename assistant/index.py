@@ -137,12 +137,15 @@ class VectorIndex:
     def index_type(self) -> str:
         return str(self.manifest.get("index_type", "flat-ip"))
 
-    def search(self, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Scores and row numbers of the ``k`` nearest rows for each query vector (row -1: none)."""
+    def search(self, vectors: np.ndarray, k: int, exact: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Scores and row numbers of the ``k`` nearest rows for each query vector (row -1: none).
+
+        An approximate index scores the nearest ``exact`` (default: all ``k``) exactly, the rest approximately.
+        """
         k = max(1, min(k, len(self.record_ids)))
         queries = np.ascontiguousarray(np.atleast_2d(vectors), dtype=np.float32)
         if self.refine and self.vectors is not None:
-            return refined_search(self.faiss_index, self.vectors, queries, k, self.refine)
+            return refined_search(self.faiss_index, self.vectors, queries, k, self.refine, exact)
         return self.faiss_index.search(queries, k)
 
 

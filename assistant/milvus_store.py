@@ -45,7 +45,7 @@ class MilvusIndex(VectorIndex):
         self.manifest = manifest
         self._rows = {record_id: row for row, record_id in enumerate(self.record_ids)}
 
-    def search(self, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, vectors: np.ndarray, k: int, exact: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Scores and row numbers of the ``k`` nearest rows for each query vector (row -1: none)."""
         k = max(1, min(k, len(self.record_ids)))
         queries = np.ascontiguousarray(np.atleast_2d(vectors), dtype=np.float32)

@@ -10,10 +10,13 @@ must contain; a query runs only the patterns filed under its words, plus the few
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
+
+from .postings import Postings
 
 try:  # Python 3.11+
     from re import _constants as sre_constants
@@ -87,20 +90,27 @@ def text_words(texts: Iterable[str]) -> set[str]:
 class PatternIndex:
     """Records' patterns filed under one required word each: the rarest among the patterns."""
 
-    def __init__(self, patterns: Sequence[str]):
+    def __init__(self, filed: Postings, always: np.ndarray):
+        self._filed = filed
+        self.always = always
+
+    @classmethod
+    def build(cls, patterns: Iterable[str]) -> PatternIndex:
         required = [required_words(p) for p in patterns]
         frequency = Counter(w for words in required for w in words)
-        filed: dict[str, list[int]] = defaultdict(list)
-        always: list[int] = []
-        for position, words in enumerate(required):
-            if words:
-                filed[min(words, key=lambda w: (frequency[w], -len(w), w))].append(position)
-            else:
-                always.append(position)
-        self._filed = {w: np.array(ps, dtype=np.int64) for w, ps in filed.items()}
-        self.always = np.array(always, dtype=np.int64)
+        chosen = [[min(words, key=lambda w: (frequency[w], -len(w), w))] if words else [] for words in required]
+        always = np.array([i for i, words in enumerate(required) if not words], dtype=np.int32)
+        return cls(Postings.build(chosen), always)
 
     def candidates(self, texts: Iterable[str]) -> np.ndarray:
         """Positions of the patterns that may match one of ``texts``, in ascending order."""
-        found = [self._filed[w] for w in text_words(texts) if w in self._filed]
+        found = [self._filed.get(w) for w in text_words(texts) if w in self._filed]
         return np.unique(np.concatenate([self.always, *found])) if found else self.always
+
+    def save(self, folder: Path) -> None:
+        self._filed.save(folder, "pattern_words")
+        np.save(folder / "pattern_always.npy", self.always)
+
+    @classmethod
+    def load(cls, folder: Path) -> PatternIndex:
+        return cls(Postings.load(folder, "pattern_words"), np.load(folder / "pattern_always.npy"))

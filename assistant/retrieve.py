@@ -1,6 +1,9 @@
 """The Retriever: finds the records that answer a Query and says how confident it is.
 
-Five signals are computed for every record:
+Five signals are computed for every record (past ``FULL_SCORING_LIMIT`` records, for the candidates only:
+the nearest by cosine, the best by BM25 over the query's less common words, and those a pattern, the raising
+file or the quoted message's words single out; measured on the dev set, scoring candidates cut to 5% of the
+records per source ranks as scoring every record):
 
 - ``pattern``: the record's ``messagePattern`` matches the pasted error message (or, weaker, anywhere in
   the paste), scored by how many literal characters the pattern pins down (a specific pattern beats a
@@ -20,6 +23,10 @@ score, its margin over the next one and which signals found it, and whether the 
 message that neither the top record's pattern nor its message's literal words account for (a near miss:
 the same library and class, another error); below ``confidence_threshold`` errata abstains and shows the
 nearest records as possibly related.
+
+What the signals read of each record lives in a :class:`~assistant.signal_index.SignalIndex` (postings and
+two BM25 matrices, memory-mapped once saved), so per-query work follows the postings the query touches,
+not the size of the knowledge base.
 """
 
 from __future__ import annotations
@@ -28,20 +35,20 @@ import functools
 import logging
 import math
 import re
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import bm25s
 import numpy as np
 import regex
-from bm25s.stopwords import STOPWORDS_EN
 
 from .embed import Embedder
 from .index import VectorIndex
-from .pattern_index import PatternIndex
-from .query import Query, normalize_library
+from .query import Query
 from .records import Record
+from .signal_index import SignalIndex, message_words, path_tail, tokenize
+
+__all__ = ["FEATURES", "CONFIDENCE_FEATURES", "Hit", "Retrieval", "Retriever", "Scored", "confidence_features"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +63,13 @@ DENSE_DEPTH = 1_000
 COMPILED_PATTERNS = 20_000
 # Rank signals are exact for this many records; the rest share the last rank (see _reciprocal_rank).
 RANK_DEPTH = 1_000
+# Up to this many records every record is scored; beyond, only candidates (see Retriever._candidates).
+FULL_SCORING_LIMIT = 20_000
+LEXICAL_CANDIDATES = 1_000  # the best records by BM25 over the query's less common words
+COMMON_WORD_SHARE = 0.05  # words in more than this share of the records do not nominate candidates
+CANDIDATE_CAP = 2_000  # at most this many candidates from each other source (pattern, file, message words)
+# An approximate vector index scores this many nearest exactly, the rest of DENSE_DEPTH by its 8-bit codes.
+EXACT_COSINES = 100
 
 FEATURES = (
     "pattern_message",  # the pattern matches the extracted message
@@ -175,14 +189,6 @@ CONFIDENCE_WEIGHTS: dict[str, dict[str, float]] = {
 # The threshold the fit chose: at most 2% of the dev set's answerable queries fall below it.
 CONFIDENCE_THRESHOLD = 0.87
 
-_PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}")
-_QUOTED_RE = re.compile(r"'[^'\n]{0,80}'|\"[^\"\n]{0,80}\"")
-_VALUE_RE = re.compile(r"\S*[/\\=\d]\S*")  # paths, URLs, key=value pairs, numbers, versions, model names
-_MESSAGE_WORD_RE = re.compile(r"[a-z_][a-z0-9_]+")
-_STOPWORDS = frozenset(STOPWORDS_EN)
-
-_STOP_DIRS = frozenset({"src", "lib", "libs", "python", "packages", "utils", "tests", "test", "internal"})
-
 
 @dataclass(frozen=True)
 class Hit:
@@ -204,54 +210,16 @@ class Retrieval:
 
 @dataclass(frozen=True)
 class Scored:
-    """Every record's features and fused score for one query (what ``retrieve`` ranks by)."""
+    """The scored records' features and fused scores for one query (what ``retrieve`` ranks by)."""
 
-    features: np.ndarray  # (records, len(FEATURES))
-    scores: np.ndarray  # (records,)
+    features: np.ndarray  # (scored records, len(FEATURES))
+    scores: np.ndarray  # (scored records,)
     model: str  # "error" or "prose"
+    positions: np.ndarray | None = None  # which records were scored; None: every record, in order
 
-
-def _tokenize(texts: Sequence[str]):
-    return bm25s.tokenize(list(texts), stopwords="en", show_progress=False)
-
-
-def literal_chars(pattern: str) -> int:
-    """How many characters a regex pins down literally: a rough measure of how specific it is."""
-    count = 0
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        optional = pattern[i + 2 : i + 3] if c == "\\" else pattern[i + 1 : i + 2]
-        if optional in ("?", "*") and c not in "()[]{}|*+?.^$":  # an optional character pins nothing
-            i += 3 if c == "\\" else 2
-        elif c == "\\" and i + 1 < len(pattern):
-            count += 0 if pattern[i + 1].isalnum() else 1
-            i += 2
-        elif c == "[":
-            close = pattern.find("]", i + 2)
-            i = close + 1 if close > 0 else len(pattern)
-        elif c == "{" and re.match(r"\{\d*,?\d*\}", pattern[i:]):
-            i = pattern.find("}", i) + 1
-        elif c == "(" and pattern.startswith("(?", i):
-            m = re.match(r"\(\?(?:P<\w+>|[:=!]|<[=!]|[aiLmsux]+\)?)", pattern[i:])
-            i += m.end() if m else 2
-        elif c in "()|*+?.^$":
-            i += 1
-        else:
-            count += 1
-            i += 1
-    return count
-
-
-def message_words(message: str) -> frozenset[str]:
-    """The literal words of an error message: what stays the same each time it is raised.
-
-    Placeholders (``{name}``), quoted values, paths, ``key=value`` pairs, anything with a digit in it and
-    stop words are left out, so a rendered message and the template it came from share their words.
-    """
-    text = _PLACEHOLDER_RE.sub(" ", message[:PATTERN_MESSAGE_CHARS])
-    text = _VALUE_RE.sub(" ", _QUOTED_RE.sub(" ", text))
-    return frozenset(w for w in _MESSAGE_WORD_RE.findall(text.lower()) if w not in _STOPWORDS)
+    def position(self, j: int) -> int:
+        """The record position of scored row ``j``."""
+        return int(j) if self.positions is None else int(self.positions[j])
 
 
 @functools.lru_cache(maxsize=COMPILED_PATTERNS)
@@ -264,74 +232,22 @@ def _compile(pattern: str):
         return None
 
 
-def library_names(records: Iterable[Record]) -> dict[str, frozenset[str]]:
-    """For each repo, the package names people see: its import name(s), its repo name, its first tag.
+@dataclass(frozen=True)
+class _Found:
+    """What each signal found for one query, as ascending record positions (before scoring)."""
 
-    A name counts when at least half of the repo's records sit under a folder of that name and no other
-    repo uses it, so ``pydantic_ai`` and ``pydantic`` stay apart.
-    """
-    counts = LibraryCounts()
-    for r in records:
-        counts.add(r)
-    return counts.names()
-
-
-class LibraryCounts:
-    """What :func:`library_names` needs of each record, gathered one record at a time."""
-
-    def __init__(self) -> None:
-        self.records: Counter = Counter()
-        self.folders: dict[str, Counter] = defaultdict(Counter)
-        self.tags: dict[str, set[str]] = defaultdict(set)
-
-    def add(self, r: Record) -> None:
-        self.records[r.repo] += 1
-        self.folders[r.repo].update({normalize_library(p) for p in r.file_path.split("/")[:-1][:4]})
-        if r.tags:
-            self.tags[r.repo].add(normalize_library(r.tags[0]))
-
-    def names(self) -> dict[str, frozenset[str]]:
-        owners: Counter = Counter()
-        names: dict[str, set[str]] = {}
-        for repo, count in self.records.items():
-            repo_name = normalize_library(repo.split("/")[-1])
-            found = {repo_name, re.sub(r"(_sdk)?_python$", "", repo_name)}
-            found |= {n for n, c in self.folders[repo].items() if c * 2 >= count and n not in _STOP_DIRS}
-            found |= self.tags[repo]
-            names[repo] = {n for n in found if n.isidentifier() and len(n) > 2}
-            owners.update(names[repo])
-        return {repo: frozenset(n for n in ns if owners[n] == 1) for repo, ns in names.items()}
-
-
-@dataclass
-class _Columns:
-    """Everything the Retriever keeps or indexes of every record, read in one pass over the records
-    (records on a shelf are parsed once here, not once per signal)."""
-
-    ids: list[str]
-    patterns: list[str]
-    classes: list[str]
-    file_tails: list[str]
-    repos: list[str]
-    message_texts: list[str]
-    all_texts: list[str]
-    message_words: list[frozenset[str]]
-    libraries: LibraryCounts
-
-    @classmethod
-    def read(cls, records: Iterable[Record]) -> _Columns:
-        columns = cls([], [], [], [], [], [], [], [], LibraryCounts())
-        for r in records:
-            columns.ids.append(r.id)
-            columns.patterns.append(r.message_pattern)
-            columns.classes.append(r.error_class)
-            columns.file_tails.append(_path_tail(r.file_path))
-            columns.repos.append(r.repo)
-            columns.message_texts.append(_message_text(r))
-            columns.all_texts.append(_all_text(r))
-            columns.message_words.append(message_words(r.error_message))
-            columns.libraries.add(r)
-        return columns
+    on_message: np.ndarray
+    specificity: np.ndarray  # for each of on_message
+    on_text: np.ndarray
+    same_class: np.ndarray
+    raising_file: np.ndarray
+    seen: np.ndarray
+    named: np.ndarray
+    known: np.ndarray | None  # records of the libraries the query names or shows; None: it names none
+    covered: np.ndarray
+    dense: np.ndarray
+    cosines: np.ndarray  # for each of dense
+    floor: float  # the cosine of every record beyond the nearest
 
 
 class Retriever:
@@ -343,35 +259,33 @@ class Retriever:
         embedder: Embedder,
         vector_index: VectorIndex,
         *,
+        signals: SignalIndex | None = None,
         confidence_threshold: float = CONFIDENCE_THRESHOLD,
         weights: dict[str, dict[str, float]] | None = None,
         confidence_weights: dict[str, dict[str, float]] | None = None,
+        full_scoring_limit: int = FULL_SCORING_LIMIT,
     ):
+        """``signals``: the records' :class:`SignalIndex` when it was saved (else built here, one pass).
+        ``full_scoring_limit``: up to this many records every record is scored, beyond only candidates."""
         self.records = records if isinstance(records, Sequence) else list(records)
         self.embedder = embedder
         self.vector_index = vector_index
         self.confidence_threshold = confidence_threshold
+        self.full_scoring_limit = full_scoring_limit
         self.weights = {model: np.array([w.get(f, 0.0) for f in FEATURES]) for model, w in (weights or WEIGHTS).items()}
         self.confidence_weights = {
             model: np.array([w.get(f, 0.0) for f in CONFIDENCE_FEATURES])
             for model, w in (confidence_weights or CONFIDENCE_WEIGHTS).items()
         }
-        columns = _Columns.read(self.records)
-        n = len(columns.ids)
-        position = {rid: i for i, rid in enumerate(columns.ids)}
+        self.signals = signals if signals is not None else SignalIndex.build(self.records)
+        if len(self.signals) != len(self.records):
+            raise ValueError(f"a signal index of {len(self.signals)} records for {len(self.records)} records")
+        n = len(self.signals)
         # FAISS row -> position in self.records (rows of records not loaded are ignored).
-        self._row_to_pos = np.array([position.get(rid, -1) for rid in vector_index.record_ids], dtype=np.int64)
-        del position
-        self._pattern_index = PatternIndex(columns.patterns)
-        self._pattern_texts = columns.patterns  # read per query for the candidates: kept, not re-read from disk
-        self._literals = np.array([literal_chars(p) for p in columns.patterns], dtype=np.float64)
-        self._class_index, self._class_codes = _codes(columns.classes)
-        class_counts = Counter(columns.classes)
+        self._row_to_pos = _positions_of(self.signals.ids, vector_index.record_ids)
+        class_counts = self.signals.classes.counts()
         self._class_rarity = {c: math.log((n + 1) / k) / math.log(n + 1) for c, k in class_counts.items()}
-        self._file_index, self._file_codes = _codes(columns.file_tails)
-        names = columns.libraries.names()
-        self._repo_names = names
-        self._repo_index, self._repo_codes = _codes(columns.repos)
+        names = self.signals.library_names
         self._library_to_repo = {name: repo for repo, ns in names.items() for name in ns}
         mention_words = sorted(self._library_to_repo, key=len, reverse=True)
         variants = {v: w for w in mention_words for v in {w, w.replace("_", "-"), w.replace("_", " ")}}
@@ -381,180 +295,222 @@ class Retriever:
             re.compile(r"(?<![\w.-])(" + alternatives + r")(?![\w-])", re.IGNORECASE) if variants else None
         )
         self._mention_variants = {v.lower(): w for v, w in variants.items()}
-        self._bm25_message = bm25s.BM25()
-        self._bm25_message.index(_tokenize(columns.message_texts), show_progress=False)
-        corpus = _tokenize(columns.all_texts)
-        self._bm25_all = bm25s.BM25()
-        self._bm25_all.index(corpus, show_progress=False)
-        # Each record's words, as ids of the BM25 vocabulary, for the coverage signal.
-        known = self._bm25_all.vocab_dict
-        names = {i: w for w, i in corpus.vocab.items()}
-        record_words = (frozenset(known[names[i]] for i in ids if names[i] in known) for ids in corpus.ids)
-        # Which records hold each word (the coverage signals), and how rare the word is.
-        self._postings = _postings(record_words)
-        self._idf = {w: math.log((n + 1) / (len(rs) + 0.5)) for w, rs in self._postings.items()}
-        # Which records' messages hold each literal message word (the message_covered signal).
-        self._message_postings = _postings(columns.message_words)
         self._slow_patterns: set[str] = set()
 
-    # --- signals -------------------------------------------------------------------------------
+    # --- what each signal finds ----------------------------------------------------------------
 
-    def _pattern_signals(self, query: Query) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        n = len(self.records)
-        on_message = np.zeros(n)
-        specificity = np.zeros(n)
-        on_text = np.zeros(n)
+    def _patterns(self, query: Query) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Records whose pattern matches a message (with its specificity), and those matching the text."""
         messages = [m for m in (query.message, *query.causes) if m]
         if query.exception_class and query.message:
             messages.append(query.error_line or "")
         messages = [m[:PATTERN_MESSAGE_CHARS] for m in messages]
         text = query.text[-PATTERN_TEXT_CHARS:]
         length = max((len(m) for m in messages[:1]), default=0)
-        found: dict[str, tuple[bool, bool]] = {}  # records sharing a pattern share its result
-        for i in self._pattern_index.candidates([text, *messages]):
-            source = self._pattern_texts[i]
-            if source not in found:
-                found[source] = self._match(i, source, messages, text)
-            matched_message, matched_text = found[source]
+        on_message: list[int] = []  # distinct patterns
+        on_text: list[int] = []
+        for p in self.signals.pattern_index.candidates([text, *messages]).tolist():
+            matched_message, matched_text = self._match(self.signals.patterns[p], messages, text)
             if matched_message:
-                on_message[i] = 1.0
-                specificity[i] = min(1.0, self._literals[i] / max(length, 1))
+                on_message.append(p)
             elif matched_text:
-                on_text[i] = 1.0
-        return on_message, specificity, on_text
+                on_text.append(p)
+        records = self.signals.pattern_records
+        message_groups = [records.numbered(p) for p in on_message]
+        literals = np.asarray(self.signals.literals[on_message], dtype=np.float64)
+        specificity = np.repeat(np.minimum(1.0, literals / max(length, 1)), [len(g) for g in message_groups])
+        message_positions = np.concatenate(message_groups) if message_groups else _NONE
+        ascending = np.argsort(message_positions, kind="stable")
+        text_groups = [records.numbered(p) for p in on_text]
+        text_positions = np.sort(np.concatenate(text_groups)) if text_groups else _NONE
+        return message_positions[ascending], specificity[ascending], text_positions
 
-    def _match(self, i: int, source: str, messages: list[str], text: str) -> tuple[bool, bool]:
-        """Whether record ``i``'s pattern matches one of the messages, else the whole text."""
+    def _match(self, source: str, messages: list[str], text: str) -> tuple[bool, bool]:
+        """Whether the pattern ``source`` matches one of the messages, else the whole text."""
         pattern = _compile(source)
         if pattern is None or source in self._slow_patterns:
             return False, False
-        if messages and any(self._search(i, pattern, m) for m in messages):
+        if messages and any(self._search(pattern, m) for m in messages):
             return True, False
-        return False, self._search(i, pattern, text)
+        return False, self._search(pattern, text)
 
-    def _search(self, i: int, pattern, text: str) -> bool:
+    def _search(self, pattern, text: str) -> bool:
         try:
             return pattern.search(text, timeout=PATTERN_TIMEOUT_S) is not None
         except TimeoutError:
             self._slow_patterns.add(pattern.pattern)
-            logger.warning("messagePattern of record %s backtracks too long; it is no longer used", self.records[i].id)
+            logger.warning("the messagePattern %r backtracks too long; it is no longer used", pattern.pattern[:200])
             return False
 
-    def _library_signals(self, query: Query) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _libraries(self, query: Query) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Records of the libraries in the frames or module path, of those named, and of either."""
         seen_repos = {self._library_to_repo[lib] for lib in query.libraries if lib in self._library_to_repo}
         mentions = self._mention_re.finditer(query.text[:PATTERN_TEXT_CHARS]) if self._mention_re else ()
         named = {self._library_to_repo[self._mention_variants[m.group(1).lower()]] for m in mentions}
-        seen = self._among(self._repo_codes, self._repo_index, seen_repos)
-        named_arr = self._among(self._repo_codes, self._repo_index, named)
-        known = seen_repos | named
-        other = 1.0 - self._among(self._repo_codes, self._repo_index, known) if known else np.zeros(len(self.records))
-        return seen, named_arr, other
+        repos = self.signals.repos
+        known = repos.union(seen_repos | named) if seen_repos | named else None
+        return repos.union(seen_repos), repos.union(named), known
 
-    @staticmethod
-    def _among(codes: np.ndarray, index: dict[str, int], values) -> np.ndarray:
-        """1.0 where a record's value (a repo, a class, a file) is one of ``values``."""
-        wanted = [index[v] for v in values if v in index]
-        return np.isin(codes, wanted).astype(np.float64) if wanted else np.zeros(len(codes))
-
-    @staticmethod
-    def _holding(postings: dict, words, n: int) -> np.ndarray:
-        """How many of ``words`` each record holds, counted from the words' postings."""
-        found = [postings[w] for w in words if w in postings]
-        return np.bincount(np.concatenate(found), minlength=n).astype(np.float64) if found else np.zeros(n)
-
-    def _words(self, text: str) -> tuple[set[int], float]:
-        """The query's distinct known words (vocabulary ids) and the share of its words no record has."""
-        tokens = _tokenize([text])
-        if not tokens.ids or not tokens.ids[0]:
-            return set(), 0.0
-        strings = {w for w, i in tokens.vocab.items() if i in set(tokens.ids[0])}
-        known = self._bm25_all.vocab_dict
-        ids = {known[w] for w in strings if w in known}
-        return ids, 1.0 - len(ids) / max(len(strings), 1)
-
-    def _weighted_coverage(self, words: set[int]) -> np.ndarray:
-        """Each record's share of the query's words, weighted by idf: a record that has the query's rare
-        words (a tool's name, an unusual term) covers more of what the query is about than common ones."""
-        out = np.zeros(len(self.records))
-        total = sum(self._idf.get(w, 0.0) for w in words)
-        for w in words:
-            if w in self._postings:
-                out[self._postings[w]] += self._idf[w]
-        return out / total if total > 0 else out
-
-    def _lexical(self, bm25: bm25s.BM25, text: str) -> np.ndarray:
-        tokens = _tokenize([text])
-        if not tokens.ids or not tokens.ids[0]:
-            return np.zeros(len(self.records))
-        # bm25s.get_scores takes token strings known to the index.
-        vocab = {v: k for k, v in tokens.vocab.items()}
-        words = [vocab[t] for t in tokens.ids[0]]
-        return np.asarray(bm25.get_scores(words), dtype=np.float64)
-
-    def _dense(self, text: str) -> np.ndarray:
-        n = len(self.records)
-        vector = self.embedder.encode([text])
+    def _nearest(self, text: str) -> tuple[np.ndarray, np.ndarray, float]:
+        """The nearest records by cosine (ascending positions, their cosines) and the lowest cosine seen."""
         depth = min(len(self.vector_index), DENSE_DEPTH)
-        scores, rows = self.vector_index.search(vector, depth)
-        out = np.full(n, float(scores[0][rows[0] >= 0].min()) if (rows[0] >= 0).any() else 0.0)
-        for score, row in zip(scores[0], rows[0], strict=False):
-            if row >= 0 and self._row_to_pos[row] >= 0:
-                out[self._row_to_pos[row]] = float(score)
-        return out
+        scores, rows = self.vector_index.search(self.embedder.encode([text]), depth, exact=EXACT_COSINES)
+        scores, rows = scores[0].astype(np.float64), rows[0]
+        found = rows >= 0
+        floor = float(scores[found].min()) if found.any() else 0.0
+        positions = self._row_to_pos[rows[found]]
+        kept = positions >= 0
+        order = np.argsort(positions[kept], kind="stable")
+        return positions[kept][order], scores[found][kept][order], floor
+
+    def _find(self, query: Query, dense_text: str, quoted: frozenset[str]) -> _Found:
+        on_message, specificity, on_text = self._patterns(query)
+        cls = query.exception_class
+        frame_files = {path_tail(f.file) for f in query.frames}
+        seen, named, known = self._libraries(query)
+        # Records whose message holds every quoted word (when the query quotes a message of 2+ words).
+        covered = self.signals.message_words.intersection(quoted) if len(quoted) >= 2 else _NONE
+        dense, cosines, floor = self._nearest(dense_text)
+        return _Found(
+            on_message=on_message,
+            specificity=specificity,
+            on_text=on_text,
+            same_class=self.signals.classes.get(cls) if cls else _NONE,
+            raising_file=self.signals.files.union(frame_files),
+            seen=seen,
+            named=named,
+            known=known,
+            covered=covered,
+            dense=dense,
+            cosines=cosines,
+            floor=floor,
+        )
+
+    def _query_words(self, text: str) -> tuple[list[int], list[int], list[int], float]:
+        """The query's tokens as ids of each BM25 vocabulary (in order, repeats kept, as bm25s scores
+        them), its distinct known words, and the share of its words no record has."""
+        tokens = tokenize([text])
+        if not tokens.ids or not tokens.ids[0]:
+            return [], [], [], 0.0
+        strings = {i: w for w, i in tokens.vocab.items()}
+        in_order = [strings[t] for t in tokens.ids[0]]
+        by_message = self.signals.bm25_message.vocab_dict
+        by_all = self.signals.bm25_all.vocab_dict
+        distinct = set(in_order)
+        known = sorted({by_all[w] for w in distinct if w in by_all})
+        return (
+            [by_message[w] for w in in_order if w in by_message],
+            [by_all[w] for w in in_order if w in by_all],
+            known,
+            1.0 - len(known) / max(len(distinct), 1),
+        )
+
+    # --- scoring ---------------------------------------------------------------------------------
+
+    def _candidates(self, found: _Found, all_tokens: list[int]) -> np.ndarray:
+        """The records worth scoring in a large knowledge base: the nearest by cosine, the best by BM25 over
+        the query's less common words, and those a pattern, the raising file or the quoted message's
+        words single out (each source at most ``CANDIDATE_CAP`` records)."""
+        n = len(self.records)
+        bm25 = self.signals.bm25_all.scores
+        indptr, indices, data = bm25["indptr"], bm25["indices"], bm25["data"]
+        words = sorted(set(all_tokens), key=lambda w: indptr[w + 1] - indptr[w])
+        selective = [w for w in words if indptr[w + 1] - indptr[w] <= COMMON_WORD_SHARE * n] or words[:1]
+        partial = np.zeros(n, dtype=np.float32)
+        for w in selective:
+            np.add.at(partial, indices[indptr[w] : indptr[w + 1]], data[indptr[w] : indptr[w + 1]])
+        held = np.flatnonzero(partial)
+        lexical = held[_best(partial[held], LEXICAL_CANDIDATES)]
+        sources = [found.dense, lexical, found.on_message, found.on_text, found.raising_file, found.covered]
+        return np.unique(np.concatenate([s[:CANDIDATE_CAP] for s in sources]))
 
     def score(self, query: Query) -> Scored:
-        """Every record's signal features and fused score for ``query``."""
+        """The signal features and fused scores of every record (of the candidates, in a large one)."""
         n = len(self.records)
         model = "prose" if query.kind == "question" or not query.error_line else "error"
         error_text = " ".join(x for x in (query.error_line, *query.causes) if x)
         search_text = query.text if model == "prose" else error_text
         dense_text = query.text if model == "prose" else (query.error_line or query.text)
-
-        on_message, specificity, on_text = self._pattern_signals(query)
-        cls = query.exception_class
-        class_equal = self._among(self._class_codes, self._class_index, {cls}) if cls else np.zeros(n)
-        class_rarity = class_equal * self._class_rarity.get(cls, 0.0) if cls else np.zeros(n)
-        frame_tails = {_path_tail(f.file) for f in query.frames}
-        raising_file = self._among(self._file_codes, self._file_index, frame_tails)
-        seen, named, other = self._library_signals(query)
-        lex_msg = self._lexical(self._bm25_message, search_text)
-        lex_all = self._lexical(self._bm25_all, search_text)
-        dense = self._dense(dense_text)
-        words, unknown = self._words(search_text)
-        coverage = self._holding(self._postings, words, n) / max(len(words), 1)
-        weighted_coverage = self._weighted_coverage(words)
         quoted = message_words(query.message or "")
-        has_message = float(len(quoted) >= 2)
-        # Records whose message holds every quoted word: those in all the words' postings.
-        covered = (self._holding(self._message_postings, quoted, n) == len(quoted)).astype(np.float64)
-        covered *= has_message > 0
+        found = self._find(query, dense_text, quoted)
+        message_tokens, all_tokens, words, unknown = self._query_words(search_text)
+        scored = None if n <= self.full_scoring_limit else self._candidates(found, all_tokens)
+        m = n if scored is None else len(scored)
 
+        def spread(positions: np.ndarray, values: np.ndarray | float = 1.0, base: float = 0.0) -> np.ndarray:
+            """Values at ``positions`` (ascending), ``base`` elsewhere, for the records scored."""
+            out = np.full(m, base)
+            where, picked = _among(positions, scored)
+            out[where] = values if np.ndim(values) == 0 else np.asarray(values)[picked]
+            return out
+
+        class_equal = spread(found.same_class)
+        rarity = self._class_rarity.get(query.exception_class or "", 0.0)
+        lex_msg = self._bm25(self.signals.bm25_message, message_tokens, scored, m)
+        lex_all = self._bm25(self.signals.bm25_all, all_tokens, scored, m)
+        dense = spread(found.dense, found.cosines, base=found.floor)
+        held, weighted = self._coverage(words, scored, m)
+        has_message = float(len(quoted) >= 2)
         features = np.column_stack(
             [
-                on_message,
-                specificity,
-                on_text,
+                spread(found.on_message),
+                spread(found.on_message, found.specificity),
+                spread(found.on_text),
                 class_equal,
-                class_rarity,
-                raising_file,
-                seen,
-                named,
-                other,
-                lex_msg / lex_msg.max() if lex_msg.max() > 0 else lex_msg,
-                lex_all / lex_all.max() if lex_all.max() > 0 else lex_all,
+                class_equal * rarity,
+                spread(found.raising_file),
+                spread(found.seen),
+                spread(found.named),
+                np.zeros(m) if found.known is None else 1.0 - spread(found.known),
+                lex_msg / lex_msg.max() if m and lex_msg.max() > 0 else lex_msg,
+                lex_all / lex_all.max() if m and lex_all.max() > 0 else lex_all,
                 _reciprocal_rank(lex_all),
                 np.log1p(lex_all),
                 dense,
-                dense - dense.max(),
+                dense - dense.max() if m else dense,
                 _reciprocal_rank(dense),
-                coverage,
-                np.full(n, unknown),
-                np.full(n, has_message),
-                covered,
-                weighted_coverage,
+                held / max(len(words), 1),
+                np.full(m, unknown),
+                np.full(m, has_message),
+                spread(found.covered),
+                weighted,
             ]
         )
-        return Scored(features, features @ self.weights[model], model)
+        return Scored(features, features @ self.weights[model], model, scored)
+
+    def _bm25(self, bm25: bm25s.BM25, tokens: list[int], scored: np.ndarray | None, m: int) -> np.ndarray:
+        """BM25 of the records scored, summed as ``bm25s`` sums it (token by token, in float32), from its
+        matrix: bm25s scores every record, which a million records make too slow per query."""
+        out = np.zeros(m, dtype=np.float32)
+        for token in tokens:
+            where, values = self._column(bm25, token, scored)
+            np.add.at(out, where, values)
+        return out.astype(np.float64)
+
+    def _coverage(self, words: list[int], scored: np.ndarray | None, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """How many of the query's words each record scored holds, and their share weighted by idf: a record
+        with the query's rare words (a tool's name, an unusual term) covers more of what it is about."""
+        n = len(self.records)
+        held = np.zeros(m)
+        weighted = np.zeros(m)
+        total = 0.0
+        indptr = self.signals.bm25_all.scores["indptr"]
+        for w in words:
+            idf = math.log((n + 1) / (int(indptr[w + 1] - indptr[w]) + 0.5))
+            where, _values = self._column(self.signals.bm25_all, w, scored)
+            held[where] += 1.0
+            weighted[where] += idf
+            total += idf
+        return held, weighted / total if total > 0 else weighted
+
+    @staticmethod
+    def _column(bm25: bm25s.BM25, token: int, scored: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Where (among the records scored) the word ``token`` occurs, and its BM25 weight there."""
+        indptr, indices, data = bm25.scores["indptr"], bm25.scores["indices"], bm25.scores["data"]
+        holders = indices[indptr[token] : indptr[token + 1]]
+        values = data[indptr[token] : indptr[token + 1]]
+        where, picked = _among(holders, scored)
+        return where, values[picked]
 
     # --- ranking and confidence ------------------------------------------------------------------
 
@@ -565,12 +521,50 @@ class Retriever:
         scored = self.score(query)
         order = _best(scored.scores, max(k, 2))
         confidence = self.confidence(scored, order)
-        hits = [Hit(self.records[i], float(scored.scores[i]), _why(scored.features[i], i, order)) for i in order[:k]]
+        hits = [
+            Hit(self.records[scored.position(j)], float(scored.scores[j]), _why(scored.features[j])) for j in order[:k]
+        ]
         return Retrieval(hits, confidence, confidence >= self.confidence_threshold)
 
     def confidence(self, scored: Scored, order: np.ndarray) -> float:
         """The probability that the first record answers the query (logistic over the top hit's signals)."""
         return float(_sigmoid(confidence_features(scored, order) @ self.confidence_weights[scored.model]))
+
+
+_NONE = np.zeros(0, dtype=np.int64)
+
+
+def _among(positions: np.ndarray, scored: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Which of the records scored are in ``positions`` (ascending): their rows among the scored, and
+    their index in ``positions``. With every record scored, the rows are the positions themselves."""
+    if scored is None:
+        return positions, slice(None)
+    if not len(positions) or not len(scored):
+        return _NONE, _NONE
+    index = np.minimum(np.searchsorted(positions, scored), len(positions) - 1)
+    rows = np.flatnonzero(positions[index] == scored)
+    return rows, index[rows]
+
+
+def _positions_of(ids: np.ndarray, row_ids: Sequence[str]) -> np.ndarray:
+    """For each of ``row_ids``, its position in ``ids`` (-1 where absent), by sorting: no dict of a
+    million strings."""
+    rows = np.array([r.encode("utf-8") for r in row_ids], dtype="S")
+    if not len(ids) or not len(rows):
+        return np.full(len(rows), -1, dtype=np.int64)
+    order = np.argsort(ids, kind="stable")
+    ordered = np.asarray(ids)[order]
+    found = np.minimum(np.searchsorted(ordered, rows), len(ordered) - 1)
+    return np.where(ordered[found] == rows, order[found], -1).astype(np.int64)
+
+
+def _reciprocal_rank(values: np.ndarray) -> np.ndarray:
+    """1 / (1 + rank), ranks exact for the best ``RANK_DEPTH`` records; all others share rank RANK_DEPTH
+    (a large knowledge base is not sorted whole for a signal below 0.001 there)."""
+    ranks = np.full(len(values), float(RANK_DEPTH))
+    top = _best(values, RANK_DEPTH)
+    ranks[top] = np.arange(len(top))
+    return 1.0 / (1.0 + ranks)
 
 
 def confidence_features(scored: Scored, order: np.ndarray) -> np.ndarray:
@@ -602,7 +596,7 @@ def confidence_features(scored: Scored, order: np.ndarray) -> np.ndarray:
     )
 
 
-def _why(f: np.ndarray, i: int, order: np.ndarray) -> tuple[str, ...]:
+def _why(f: np.ndarray) -> tuple[str, ...]:
     index = FEATURES.index
     why = []
     if f[index("pattern_message")] or f[index("pattern_text")]:
@@ -616,31 +610,6 @@ def _why(f: np.ndarray, i: int, order: np.ndarray) -> tuple[str, ...]:
     if f[index("dense_rank")] >= 0.2:
         why.append("dense")
     return tuple(why)
-
-
-def _codes(values) -> tuple[dict[str, int], np.ndarray]:
-    """Each distinct value numbered, and every record's number: compared as integers, not strings."""
-    index: dict[str, int] = {}
-    codes = [index.setdefault(v, len(index)) for v in values]
-    return index, np.array(codes, dtype=np.int32)
-
-
-def _postings(word_sets) -> dict:
-    """Word -> the ascending positions of the records whose set holds it."""
-    holders: dict = defaultdict(list)
-    for i, words in enumerate(word_sets):
-        for w in words:
-            holders[w].append(i)
-    return {w: np.array(rs, dtype=np.int32) for w, rs in holders.items()}
-
-
-def _reciprocal_rank(values: np.ndarray) -> np.ndarray:
-    """1 / (1 + rank), ranks exact for the best ``RANK_DEPTH`` records; all others share rank RANK_DEPTH
-    (a large knowledge base is not sorted whole for a signal below 0.001 there)."""
-    ranks = np.full(len(values), float(RANK_DEPTH))
-    top = _best(values, RANK_DEPTH)
-    ranks[top] = np.arange(len(top))
-    return 1.0 / (1.0 + ranks)
 
 
 def _best(values: np.ndarray, k: int) -> np.ndarray:
@@ -666,24 +635,3 @@ def _best(values: np.ndarray, k: int) -> np.ndarray:
 
 def _sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
-
-
-def _path_tail(path: str) -> str:
-    """The last two parts of a path: ``faiss/class_wrappers.py`` whether installed or in the repo."""
-    parts = [p for p in re.split(r"[/\\]", path) if p]
-    return "/".join(parts[-2:])
-
-
-def _message_text(record: Record) -> str:
-    return f"{record.error_class} {record.error_message} {record.slug.replace('-', ' ')}"
-
-
-def _all_text(record: Record) -> str:
-    parts = [
-        _message_text(record),
-        record.documentation,
-        record.trigger_scenarios or "",
-        record.common_situations or "",
-        " ".join(record.tags),
-    ]
-    return "\n".join(parts)

@@ -97,6 +97,10 @@ class RecordShelf(Sequence[Record]):
         for i in range(len(self)):
             yield self[i]
 
+    def layout(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where each record is (file number, offset, length, line) and its id: what a snapshot saves."""
+        return self._places, self._ids
+
     def ids(self) -> list[str]:
         return [i.decode() for i in self._ids]
 

@@ -36,7 +36,7 @@ def test_required_words(pattern, words):
 
 
 def test_a_pattern_is_a_candidate_only_where_its_word_is():
-    index = PatternIndex([r"^Agent interrupted\.$", r"Widget .+? has no frobnicator configured", r".*"])
+    index = PatternIndex.build([r"^Agent interrupted\.$", r"Widget .+? has no frobnicator configured", r".*"])
     assert index.candidates(["AgentError: Agent interrupted."]).tolist() == [0, 2]
     assert index.candidates(["Widget w1 has no Frobnicator configured"]).tolist() == [1, 2]
     assert index.candidates(["nothing related"]).tolist() == [2]  # ".*" pins no word: always run
@@ -47,7 +47,7 @@ def test_no_pattern_that_matches_a_dev_query_is_filtered_out():
     among that query's candidates (the Retriever searches exactly these texts)."""
     records = load_records(BUNDLED_KB_DIR)
     compiled = [regex.compile(r.message_pattern) for r in records]
-    index = PatternIndex([r.message_pattern for r in records])
+    index = PatternIndex.build([r.message_pattern for r in records])
     assert len(index.always) < 0.05 * len(records)  # the prefilter leaves out almost every pattern
     queries = [json.loads(line)["query"] for line in DEV_SET.read_text().splitlines() if line.strip()]
     matched = considered = 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 
@@ -11,8 +12,9 @@ import pytest
 from assistant import parse_query
 from assistant.index import open_index
 from assistant.records import load_records
-from assistant.retrieve import FEATURES, Retriever, library_names, literal_chars, message_words
-from tests.conftest import write_lines
+from assistant.retrieve import FEATURES, Retriever
+from assistant.signal_index import library_names, literal_chars, message_words
+from tests.conftest import DEV_SET, write_lines
 
 
 def _record(rid: str, repo: str, slug: str, cls: str, message: str, pattern: str, path: str, doc: str) -> dict:
@@ -316,3 +318,26 @@ def test_rank_signals_are_exact_for_the_best_records_of_a_large_knowledge_base()
     assert _best(few, 5).tolist() == [3000, 7, 9, 0, 1]
     small = values[:50]
     assert np.allclose(_reciprocal_rank(small)[np.argsort(-small, kind="stable")], 1.0 / (1.0 + np.arange(50)))
+
+
+def test_a_large_knowledge_base_scores_candidates_and_ranks_as_scoring_everything(assistant, monkeypatch):
+    """Past ``full_scoring_limit`` only the candidates are scored. With candidate depths cut to 5% of the
+    bundled records (a million records get 0.1%), the dev queries' best records stay the same."""
+    import assistant.retrieve as retrieve
+
+    queries = [json.loads(line)["query"] for line in DEV_SET.read_text().splitlines() if line.strip()][::4]
+    full = [[h.record.id for h in assistant.retriever.retrieve(assistant.parse(q), 5).hits] for q in queries]
+    monkeypatch.setattr(retrieve, "DENSE_DEPTH", 25)
+    monkeypatch.setattr(retrieve, "LEXICAL_CANDIDATES", 25)
+    monkeypatch.setattr(retrieve, "CANDIDATE_CAP", 50)
+    monkeypatch.setattr(assistant.retriever, "full_scoring_limit", 0)
+    sizes, agree_top, agree_five = [], 0, 0
+    for q, expected in zip(queries, full, strict=True):
+        query = assistant.parse(q)
+        scored = assistant.retriever.score(query)
+        sizes.append(len(scored.positions))
+        hits = [h.record.id for h in assistant.retriever.retrieve(query, 5).hits]
+        agree_top += hits[0] == expected[0]
+        agree_five += len(set(hits) & set(expected)) / 5
+    assert max(sizes) < 0.5 * len(assistant.records)  # a subset was scored
+    assert agree_top / len(queries) >= 0.97 and agree_five / len(queries) >= 0.9

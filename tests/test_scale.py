@@ -73,6 +73,16 @@ def test_past_the_exact_limit_an_ivf_index_keeps_recall_and_is_memory_mapped(ass
     assert isinstance(faiss.downcast_InvertedLists(ivf.invlists), faiss.OnDiskInvertedLists)  # mapped, not read
     assert ivf.nprobe == params["nprobe"]
 
+    # A deep search scores only the nearest `exact` rows exactly, the rest by the 8-bit codes, in one list.
+    deep_scores, deep_rows = served.search(queries[:5], 200, exact=20)
+    for q in range(5):
+        assert len(set(deep_rows[q].tolist())) == 200 and (deep_rows[q] >= 0).all()
+        truth = vectors[deep_rows[q]] @ queries[q]
+        assert np.allclose(deep_scores[q, :20], truth[:20], atol=1e-5)
+        assert np.all(np.diff(deep_scores[q, :20]) <= 0)
+        assert np.abs(deep_scores[q, 20:] - truth[20:]).max() < 0.05  # approximate, close
+        assert recall_at_k(deep_rows[q : q + 1, :10], exact[q : q + 1]) >= 0.9
+
     again, report = open_index(records, counting, bundled_copy, exact_limit=100)
     assert not report.rebuilt and again.index_type == "ivf-sq8"
     assert assistant.search("Agent interrupted.")[0].record.id == "c6aeeba10bb30da8"

@@ -1,0 +1,120 @@
+"""Which records hold a key (a word, an exception class, a file): two flat arrays instead of a dict of lists.
+
+Why: at a million records, a dict of Python lists (or of small arrays) costs hundreds of megabytes and
+minutes to build at every start. Here every key's records are one slice of a single ``positions`` array
+(ascending), found through ``starts``; both are saved as ``.npy`` files and memory-mapped back, so a
+serving process reads only the slices its queries ask for.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+_EMPTY = np.zeros(0, dtype=np.int32)
+
+
+class Postings:
+    """Keys mapped to the ascending positions of the records that hold them.
+
+    ``keys`` is ``None`` for groups numbered by the caller (:meth:`grouping`), read with :meth:`numbered`.
+    """
+
+    def __init__(self, keys: list[str] | None, starts: np.ndarray, positions: np.ndarray):
+        self.keys = keys
+        self._number = {key: i for i, key in enumerate(keys or ())}
+        self._starts = starts
+        self._positions = positions
+
+    @classmethod
+    def build(cls, key_sets: Iterable[Iterable[str]]) -> Postings:
+        """From each record's keys, in record order (a record's keys must be distinct)."""
+        numbers: dict[str, int] = {}
+        key_column, position_column = array("i"), array("i")
+        for position, keys in enumerate(key_sets):
+            for key in keys:
+                key_column.append(numbers.setdefault(key, len(numbers)))
+                position_column.append(position)
+        key_numbers = np.frombuffer(key_column, dtype=np.int32) if key_column else _EMPTY
+        positions = np.frombuffer(position_column, dtype=np.int32) if position_column else _EMPTY
+        starts, order = _grouped(key_numbers, len(numbers))
+        return cls(list(numbers), starts, positions[order].copy())
+
+    @classmethod
+    def grouping(cls, numbers: np.ndarray, count: int) -> Postings:
+        """Positions grouped by the number each one has (``0 <= number < count``)."""
+        starts, order = _grouped(numbers, count)
+        return cls(None, starts, order.astype(np.int32))
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._number
+
+    def __len__(self) -> int:
+        return len(self._starts) - 1
+
+    def get(self, key: str) -> np.ndarray:
+        """The positions holding ``key`` (empty when none does)."""
+        number = self._number.get(key)
+        return _EMPTY if number is None else self.numbered(number)
+
+    def numbered(self, number: int) -> np.ndarray:
+        """The positions holding the key ``keys[number]``."""
+        return self._positions[self._starts[number] : self._starts[number + 1]]
+
+    def count(self, key: str) -> int:
+        number = self._number.get(key)
+        return 0 if number is None else int(self._starts[number + 1] - self._starts[number])
+
+    def counts(self) -> dict[str, int]:
+        sizes = np.diff(self._starts)
+        return {key: int(size) for key, size in zip(self.keys or (), sizes, strict=True)}
+
+    def union(self, keys: Iterable[str]) -> np.ndarray:
+        """The ascending positions holding any of ``keys``."""
+        found = [self.get(k) for k in keys if k in self._number]
+        if not found:
+            return _EMPTY
+        return np.unique(np.concatenate(found)) if len(found) > 1 else found[0]
+
+    def intersection(self, keys: Iterable[str]) -> np.ndarray:
+        """The ascending positions holding every one of ``keys`` (empty for no keys)."""
+        keys = list(keys)
+        if not keys or any(k not in self._number for k in keys):
+            return _EMPTY
+        slices = sorted((self.get(k) for k in keys), key=len)
+        out = slices[0]
+        for other in slices[1:]:
+            out = np.intersect1d(out, other, assume_unique=True)
+        return out
+
+    def save(self, folder: Path, name: str) -> None:
+        np.save(folder / f"{name}.starts.npy", self._starts)
+        np.save(folder / f"{name}.positions.npy", self._positions)
+        (folder / f"{name}.keys.json").write_text(json.dumps(self.keys), encoding="utf-8")
+
+    @classmethod
+    def load(cls, folder: Path, name: str) -> Postings:
+        """Memory-mapped: only the slices that are read come into memory."""
+        keys = json.loads((folder / f"{name}.keys.json").read_text(encoding="utf-8"))
+        starts = load_array(folder / f"{name}.starts.npy")
+        positions = load_array(folder / f"{name}.positions.npy")
+        if (keys is not None and len(starts) != len(keys) + 1) or int(starts[-1]) != len(positions):
+            raise ValueError(f"{name} postings in {folder} do not match their keys")
+        return cls(keys, starts, positions)
+
+
+def _grouped(numbers: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where each group starts, and the order that lists positions group by group (ascending within)."""
+    order = np.argsort(numbers, kind="stable")
+    starts = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(np.bincount(numbers, minlength=count), out=starts[1:])
+    return starts, order
+
+
+def load_array(path: Path) -> np.ndarray:
+    """A saved array, memory-mapped, as a plain ndarray (a ``np.memmap`` adds microseconds to every slice)."""
+    return np.load(path, mmap_mode="r").view(np.ndarray)

@@ -1,0 +1,300 @@
+"""What the Retriever knows of every record, as arrays and postings: built in one pass, saved, memory-mapped.
+
+Why: at a million records, building this at every start took minutes and held gigabytes (every record's
+text tokenized for BM25, dicts of postings). Built once with the vector index and saved, a serving
+process maps the files and reads only the slices its queries touch: the postings of the query's words,
+classes and files, the patterns filed under its words.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from array import array
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import bm25s
+import numpy as np
+from bm25s.stopwords import STOPWORDS_EN
+
+from .pattern_index import PatternIndex
+from .postings import Postings, load_array
+from .query import normalize_library
+from .records import Record
+
+FORMAT = 1
+# Only this much of a message is read for its literal words (the Retriever reads queries the same way).
+MESSAGE_CHARS = 2_000
+
+_PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}")
+_QUOTED_RE = re.compile(r"'[^'\n]{0,80}'|\"[^\"\n]{0,80}\"")
+_VALUE_RE = re.compile(r"\S*[/\\=\d]\S*")  # paths, URLs, key=value pairs, numbers, versions, model names
+_MESSAGE_WORD_RE = re.compile(r"[a-z_][a-z0-9_]+")
+_STOPWORDS = frozenset(STOPWORDS_EN)
+_STOP_DIRS = frozenset({"src", "lib", "libs", "python", "packages", "utils", "tests", "test", "internal"})
+
+
+def tokenize(texts: Sequence[str]):
+    return bm25s.tokenize(list(texts), stopwords="en", show_progress=False)
+
+
+def literal_chars(pattern: str) -> int:
+    """How many characters a regex pins down literally: a rough measure of how specific it is."""
+    count = 0
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        optional = pattern[i + 2 : i + 3] if c == "\\" else pattern[i + 1 : i + 2]
+        if optional in ("?", "*") and c not in "()[]{}|*+?.^$":  # an optional character pins nothing
+            i += 3 if c == "\\" else 2
+        elif c == "\\" and i + 1 < len(pattern):
+            count += 0 if pattern[i + 1].isalnum() else 1
+            i += 2
+        elif c == "[":
+            close = pattern.find("]", i + 2)
+            i = close + 1 if close > 0 else len(pattern)
+        elif c == "{" and re.match(r"\{\d*,?\d*\}", pattern[i:]):
+            i = pattern.find("}", i) + 1
+        elif c == "(" and pattern.startswith("(?", i):
+            m = re.match(r"\(\?(?:P<\w+>|[:=!]|<[=!]|[aiLmsux]+\)?)", pattern[i:])
+            i += m.end() if m else 2
+        elif c in "()|*+?.^$":
+            i += 1
+        else:
+            count += 1
+            i += 1
+    return count
+
+
+def message_words(message: str) -> frozenset[str]:
+    """The literal words of an error message: what stays the same each time it is raised.
+
+    Placeholders (``{name}``), quoted values, paths, ``key=value`` pairs, anything with a digit in it and
+    stop words are left out, so a rendered message and the template it came from share their words.
+    """
+    text = _PLACEHOLDER_RE.sub(" ", message[:MESSAGE_CHARS])
+    text = _VALUE_RE.sub(" ", _QUOTED_RE.sub(" ", text))
+    return frozenset(w for w in _MESSAGE_WORD_RE.findall(text.lower()) if w not in _STOPWORDS)
+
+
+def path_tail(path: str) -> str:
+    """The last two parts of a path: ``faiss/class_wrappers.py`` whether installed or in the repo."""
+    parts = [p for p in re.split(r"[/\\]", path) if p]
+    return "/".join(parts[-2:])
+
+
+def message_text(record: Record) -> str:
+    return f"{record.error_class} {record.error_message} {record.slug.replace('-', ' ')}"
+
+
+def all_text(record: Record) -> str:
+    parts = [
+        message_text(record),
+        record.documentation,
+        record.trigger_scenarios or "",
+        record.common_situations or "",
+        " ".join(record.tags),
+    ]
+    return "\n".join(parts)
+
+
+def library_names(records: Iterable[Record]) -> dict[str, frozenset[str]]:
+    """For each repo, the package names people see: its import name(s), its repo name, its first tag.
+
+    A name counts when at least half of the repo's records sit under a folder of that name and no other
+    repo uses it, so ``pydantic_ai`` and ``pydantic`` stay apart.
+    """
+    counts = LibraryCounts()
+    for r in records:
+        counts.add(r)
+    return counts.names()
+
+
+class LibraryCounts:
+    """What :func:`library_names` needs of each record, gathered one record at a time."""
+
+    def __init__(self) -> None:
+        self.records: Counter = Counter()
+        self.folders: dict[str, Counter] = defaultdict(Counter)
+        self.tags: dict[str, set[str]] = defaultdict(set)
+
+    def add(self, r: Record) -> None:
+        self.records[r.repo] += 1
+        self.folders[r.repo].update({normalize_library(p) for p in r.file_path.split("/")[:-1][:4]})
+        if r.tags:
+            self.tags[r.repo].add(normalize_library(r.tags[0]))
+
+    def names(self) -> dict[str, frozenset[str]]:
+        owners: Counter = Counter()
+        names: dict[str, set[str]] = {}
+        for repo, count in self.records.items():
+            repo_name = normalize_library(repo.split("/")[-1])
+            found = {repo_name, re.sub(r"(_sdk)?_python$", "", repo_name)}
+            found |= {n for n, c in self.folders[repo].items() if c * 2 >= count and n not in _STOP_DIRS}
+            found |= self.tags[repo]
+            names[repo] = {n for n in found if n.isidentifier() and len(n) > 2}
+            owners.update(names[repo])
+        return {repo: frozenset(n for n in ns if owners[n] == 1) for repo, ns in names.items()}
+
+
+class Texts:
+    """Strings kept as one UTF-8 blob and offsets: a million short strings without a million objects."""
+
+    def __init__(self, blob: np.ndarray, offsets: np.ndarray):
+        self._blob = blob
+        self._offsets = offsets
+
+    @classmethod
+    def build(cls, strings: Iterable[str]) -> Texts:
+        encoded = [s.encode("utf-8") for s in strings]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        return cls(np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets)
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def __getitem__(self, i: int) -> str:
+        return self._blob[self._offsets[i] : self._offsets[i + 1]].tobytes().decode("utf-8")
+
+    def save(self, folder: Path, name: str) -> None:
+        np.save(folder / f"{name}.blob.npy", self._blob)
+        np.save(folder / f"{name}.offsets.npy", self._offsets)
+
+    @classmethod
+    def load(cls, folder: Path, name: str) -> Texts:
+        blob = load_array(folder / f"{name}.blob.npy")
+        offsets = load_array(folder / f"{name}.offsets.npy")
+        if int(offsets[-1]) != len(blob):
+            raise ValueError(f"{name} in {folder} is truncated")
+        return cls(blob, offsets)
+
+
+class SignalIndex:
+    """Per record: id, pattern, class, raising file, repo, message words, and two BM25 indexes (class and
+    message; every text field). Per distinct pattern: its text, literal length and records (records that
+    share a pattern, forks and variants of one raise, run it once). Per repo: the names people write."""
+
+    def __init__(
+        self,
+        *,
+        ids: np.ndarray,
+        patterns: Texts,
+        literals: np.ndarray,
+        pattern_records: Postings,
+        classes: Postings,
+        files: Postings,
+        repos: Postings,
+        library_names: dict[str, frozenset[str]],
+        pattern_index: PatternIndex,
+        message_words: Postings,
+        bm25_message: bm25s.BM25,
+        bm25_all: bm25s.BM25,
+    ):
+        self.ids = ids  # UTF-8 bytes
+        self.patterns = patterns
+        self.literals = literals
+        self.pattern_records = pattern_records
+        self.classes = classes
+        self.files = files
+        self.repos = repos
+        self.library_names = library_names
+        self.pattern_index = pattern_index
+        self.message_words = message_words
+        self.bm25_message = bm25_message
+        self.bm25_all = bm25_all
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def build(cls, records: Iterable[Record]) -> SignalIndex:
+        """One pass over the records (records on a shelf are parsed once)."""
+        ids: list[str] = []
+        patterns: dict[str, int] = {}
+        record_patterns = array("i")
+        classes: list[tuple[str]] = []
+        files: list[tuple[str]] = []
+        repos: list[tuple[str]] = []
+        message_texts: list[str] = []
+        all_texts: list[str] = []
+        words: list[frozenset[str]] = []
+        libraries = LibraryCounts()
+        for r in records:
+            ids.append(r.id)
+            record_patterns.append(patterns.setdefault(r.message_pattern, len(patterns)))
+            classes.append((r.error_class,))
+            files.append((path_tail(r.file_path),))
+            repos.append((r.repo,))
+            message_texts.append(message_text(r))
+            all_texts.append(all_text(r))
+            words.append(message_words(r.error_message))
+            libraries.add(r)
+        bm25_message = bm25s.BM25()
+        bm25_message.index(tokenize(message_texts), show_progress=False)
+        del message_texts
+        bm25_all = bm25s.BM25()
+        bm25_all.index(tokenize(all_texts), show_progress=False)
+        del all_texts
+        return cls(
+            ids=np.array([i.encode("utf-8") for i in ids], dtype="S"),
+            patterns=Texts.build(patterns),
+            literals=np.array([literal_chars(p) for p in patterns], dtype=np.int32),
+            pattern_records=Postings.grouping(np.frombuffer(record_patterns, dtype=np.int32), len(patterns)),
+            classes=Postings.build(classes),
+            files=Postings.build(files),
+            repos=Postings.build(repos),
+            library_names=libraries.names(),
+            pattern_index=PatternIndex.build(patterns),
+            message_words=Postings.build(words),
+            bm25_message=bm25_message,
+            bm25_all=bm25_all,
+        )
+
+    def word_postings(self, word: int) -> np.ndarray:
+        """The records whose text fields hold BM25 vocabulary word ``word``: a column of the BM25 matrix."""
+        indptr = self.bm25_all.scores["indptr"]
+        return self.bm25_all.scores["indices"][indptr[word] : indptr[word + 1]]
+
+    def save(self, folder: Path) -> None:
+        """Into ``folder`` (which must exist and be empty)."""
+        np.save(folder / "ids.npy", self.ids)
+        np.save(folder / "literals.npy", self.literals)
+        self.patterns.save(folder, "patterns")
+        for name in ("pattern_records", "classes", "files", "repos", "message_words"):
+            getattr(self, name).save(folder, name)
+        self.pattern_index.save(folder)
+        names = {repo: sorted(ns) for repo, ns in self.library_names.items()}
+        (folder / "library_names.json").write_text(json.dumps(names), encoding="utf-8")
+        for name in ("bm25_message", "bm25_all"):
+            getattr(self, name).save(folder / name, show_progress=False)
+        (folder / "signals.json").write_text(json.dumps({"format": FORMAT, "count": len(self)}), encoding="utf-8")
+
+    @classmethod
+    def load(cls, folder: Path) -> SignalIndex:
+        """Memory-mapped. Raises ``OSError`` or ``ValueError`` when the folder is incomplete or damaged."""
+        meta = json.loads((folder / "signals.json").read_text(encoding="utf-8"))
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"signal index format {meta.get('format')} is not {FORMAT}")
+        names = json.loads((folder / "library_names.json").read_text(encoding="utf-8"))
+        index = cls(
+            ids=load_array(folder / "ids.npy"),
+            patterns=Texts.load(folder, "patterns"),
+            literals=load_array(folder / "literals.npy"),
+            pattern_records=Postings.load(folder, "pattern_records"),
+            classes=Postings.load(folder, "classes"),
+            files=Postings.load(folder, "files"),
+            repos=Postings.load(folder, "repos"),
+            library_names={repo: frozenset(ns) for repo, ns in names.items()},
+            pattern_index=PatternIndex.load(folder),
+            message_words=Postings.load(folder, "message_words"),
+            bm25_message=bm25s.BM25.load(folder / "bm25_message", mmap=True, show_progress=False),
+            bm25_all=bm25s.BM25.load(folder / "bm25_all", mmap=True, show_progress=False),
+        )
+        patterns = {len(index.patterns), len(index.literals), len(index.pattern_records)}
+        records = {len(index.ids), index.bm25_all.scores["num_docs"], int(meta.get("count", -1))}
+        if len(patterns) != 1 or len(records) != 1:
+            raise ValueError(f"the signal index in {folder} is incomplete")
+        return index

@@ -1,0 +1,170 @@
+"""Opening a knowledge base for serving: records, vector index and signal index, fast when nothing changed.
+
+Why: a cold start parses every record (where each line is, the content hashes the vector index is checked
+against, the Retriever's signals); at a million records that was six minutes and gigabytes of garbage.
+After a start (or ``errata build``) the result is saved in ``<index_dir>/signals/``: where each record's
+line is, the load report, the :class:`SignalIndex`, and which knowledge base files (path, size,
+modification time) and which vector manifest it was made with. While those are unchanged, a start maps
+the saved files and trusts the vector manifest instead of parsing again. A record shown later is still
+checked against its id, so a file edited in place without changing size or time is reported, not misread.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .diskfiles import build_lock
+from .embed import Embedder
+from .errors import IndexBuildError
+from .index import MANIFEST_NAME, BuildReport, VectorIndex, load_index, open_index
+from .records import LoadReport, kb_files
+from .settings import Settings
+from .shelf import RecordShelf
+from .signal_index import SignalIndex
+
+logger = logging.getLogger(__name__)
+
+SNAPSHOT_DIR = "signals"
+FORMAT = 1
+
+
+@dataclass
+class OpenedKnowledgeBase:
+    """Everything a serving process holds of the knowledge base."""
+
+    records: RecordShelf
+    load_report: LoadReport
+    vector_index: VectorIndex
+    build_report: BuildReport
+    signals: SignalIndex
+    from_snapshot: bool
+
+
+def open_knowledge_base(
+    settings: Settings, embedder: Embedder, *, show_progress: bool = False, force: bool = False
+) -> OpenedKnowledgeBase:
+    """The knowledge base of ``settings``, its vector index brought up to date, and its signal index."""
+    index_dir = Path(settings.index_dir)
+    files = kb_files(settings.kb)
+    saved = None if force else _read(index_dir, files, strict=settings.strict)
+    if saved is not None:
+        shelf, report, signals, stamp = saved
+        trusted = _trusted_vectors(index_dir, embedder, settings, stamp, len(shelf))
+        if trusted is not None:
+            build = BuildReport(len(shelf), 0, len(shelf), 0.0, False, "up to date (snapshot)")
+            return OpenedKnowledgeBase(shelf, report, trusted, build, signals, True)
+    else:
+        report = LoadReport()
+        shelf = RecordShelf.load(files, strict=settings.strict, report=report)
+        signals = None
+    vector_index, build = open_index(
+        shelf, embedder, index_dir, show_progress=show_progress, force=force, store=settings.store
+    )
+    from_snapshot = signals is not None
+    if signals is None:
+        signals = SignalIndex.build(shelf)
+    stamp = None if settings.store else _manifest_stamp(index_dir)
+    try:
+        _write(index_dir, files, shelf, report, signals, stamp)
+    except OSError as exc:  # a read-only index folder still serves; the next start parses again
+        logger.warning("cannot save the start-up snapshot in %s: %s", index_dir, exc)
+    return OpenedKnowledgeBase(shelf, report, vector_index, build, signals, from_snapshot)
+
+
+def _fingerprint(files: list[Path]) -> list[dict[str, Any]]:
+    out = []
+    for path in files:
+        stat = path.stat()
+        out.append({"path": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns})
+    return out
+
+
+def _manifest_stamp(index_dir: Path) -> dict[str, int] | None:
+    try:
+        stat = (index_dir / MANIFEST_NAME).stat()
+    except OSError:
+        return None
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def _trusted_vectors(
+    index_dir: Path, embedder: Embedder, settings: Settings, stamp: dict | None, count: int
+) -> VectorIndex | None:
+    """The FAISS index as saved, when its manifest is the one the snapshot was made with."""
+    if settings.store or stamp is None or stamp != _manifest_stamp(index_dir):
+        return None
+    try:
+        loaded = load_index(index_dir, embedder.model_id)
+    except IndexBuildError as exc:
+        logger.info("the saved vector index cannot be used as is (%s); checking every record", exc)
+        return None
+    return loaded if len(loaded) == count else None
+
+
+def _read(index_dir: Path, files: list[Path], *, strict: bool):
+    """The saved shelf, load report, signal index and manifest stamp, or ``None`` when stale or damaged."""
+    folder = index_dir / SNAPSHOT_DIR
+    try:
+        meta = json.loads((folder / "snapshot.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if meta.get("format") != FORMAT or meta.get("kb") != _fingerprint(files):
+        return None
+    if strict and meta.get("problems"):
+        return None  # loading again raises the error strict mode asks for
+    try:
+        shelf_files = [Path(p) for p in meta["shelf_files"]]
+        places = np.load(folder / "places.npy", mmap_mode="r")
+        ids = np.load(folder / "record_ids.npy", mmap_mode="r")
+        signals = SignalIndex.load(folder)
+        if len(places) != len(ids) or len(signals) != len(ids):
+            raise ValueError("record counts differ")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        logger.warning("the start-up snapshot in %s is unusable (%s); loading the records again", folder, exc)
+        return None
+    report = LoadReport(files=list(files), problems=list(meta["problems"]), superseded=int(meta["superseded"]))
+    return RecordShelf(shelf_files, places, ids), report, signals, meta.get("manifest")
+
+
+def _write(
+    index_dir: Path,
+    files: list[Path],
+    shelf: RecordShelf,
+    report: LoadReport,
+    signals: SignalIndex,
+    stamp: dict | None,
+) -> None:
+    """Written beside, then swapped in: a process reading the old snapshot keeps its mapped files."""
+    with build_lock(index_dir):
+        fresh = Path(tempfile.mkdtemp(prefix=f".{SNAPSHOT_DIR}.", dir=index_dir))
+        old = index_dir / f".{SNAPSHOT_DIR}.old.{os.getpid()}"
+        try:
+            places, ids = shelf.layout()
+            np.save(fresh / "places.npy", places)
+            np.save(fresh / "record_ids.npy", ids)
+            signals.save(fresh)
+            meta = {
+                "format": FORMAT,
+                "kb": _fingerprint(files),
+                "shelf_files": [str(p) for p in shelf.files],
+                "problems": report.problems,
+                "superseded": report.superseded,
+                "manifest": stamp,
+            }
+            (fresh / "snapshot.json").write_text(json.dumps(meta), encoding="utf-8")
+            target = index_dir / SNAPSHOT_DIR
+            if target.exists():
+                os.replace(target, old)
+            os.replace(fresh, target)
+        finally:
+            shutil.rmtree(fresh, ignore_errors=True)
+            shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,44 @@
+"""Postings: the records holding each key, as flat arrays, the same after a save and a memory-mapped load."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from assistant.postings import Postings
+
+
+def _holders(key_sets: list[set[str]], key: str) -> list[int]:
+    return [i for i, keys in enumerate(key_sets) if key in keys]
+
+
+def test_postings_list_each_keys_records_in_order_and_survive_a_mapped_load(tmp_path):
+    rng = np.random.default_rng(1)
+    vocabulary = [f"w{i}" for i in range(40)]
+    key_sets = [set(rng.choice(vocabulary, size=rng.integers(0, 6), replace=False)) for _ in range(300)]
+    built = Postings.build(key_sets)
+    built.save(tmp_path, "words")
+    loaded = Postings.load(tmp_path, "words")
+    for postings in (built, loaded):
+        for key in vocabulary:
+            assert postings.get(key).tolist() == _holders(key_sets, key)
+            assert postings.count(key) == len(_holders(key_sets, key))
+        assert postings.get("absent").tolist() == [] and "absent" not in postings
+        either = sorted(set(_holders(key_sets, "w1")) | set(_holders(key_sets, "w2")))
+        assert postings.union(["w1", "w2", "absent"]).tolist() == either
+        both = sorted(set(_holders(key_sets, "w1")) & set(_holders(key_sets, "w2")))
+        assert postings.intersection(["w1", "w2"]).tolist() == both
+        assert postings.intersection(["w1", "absent"]).tolist() == [] and postings.intersection([]).tolist() == []
+
+
+def test_groups_numbered_by_the_caller():
+    numbers = np.array([2, 0, 2, 1, 0, 2], dtype=np.int32)
+    groups = Postings.grouping(numbers, 4)
+    assert [groups.numbered(g).tolist() for g in range(4)] == [[1, 4], [3], [0, 2, 5], []]
+
+
+def test_a_truncated_postings_file_is_refused(tmp_path):
+    Postings.build([{"a"}, {"a", "b"}]).save(tmp_path, "words")
+    np.save(tmp_path / "words.positions.npy", np.array([0], dtype=np.int32))
+    with pytest.raises(ValueError, match="do not match"):
+        Postings.load(tmp_path, "words")
