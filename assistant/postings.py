@@ -2,8 +2,8 @@
 
 Why: at a million records, a dict of Python lists (or of small arrays) costs hundreds of megabytes and
 minutes to build at every start. Here every key's records are one slice of a single ``positions`` array
-(ascending), found through ``starts``; both are saved as ``.npy`` files and memory-mapped back, so a
-serving process reads only the slices its queries ask for.
+(ascending), found through ``starts``; both are saved as ``.npy`` files, and a serving process reads
+only the slices its queries ask for.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
+
+from .diskarray import DiskArray
 
 _EMPTY = np.zeros(0, dtype=np.int32)
 
@@ -98,10 +100,10 @@ class Postings:
 
     @classmethod
     def load(cls, folder: Path, name: str) -> Postings:
-        """Memory-mapped: only the slices that are read come into memory."""
+        """The starts in memory, the positions read from disk a key at a time (see ``diskarray``)."""
         keys = json.loads((folder / f"{name}.keys.json").read_text(encoding="utf-8"))
-        starts = load_array(folder / f"{name}.starts.npy")
-        positions = load_array(folder / f"{name}.positions.npy")
+        starts = np.load(folder / f"{name}.starts.npy")  # one number per key: kept in memory
+        positions = DiskArray.open(folder / f"{name}.positions.npy")  # read by the slices queries ask for
         if (keys is not None and len(starts) != len(keys) + 1) or int(starts[-1]) != len(positions):
             raise ValueError(f"{name} postings in {folder} do not match their keys")
         return cls(keys, starts, positions)
@@ -113,8 +115,3 @@ def _grouped(numbers: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
     starts = np.zeros(count + 1, dtype=np.int64)
     np.cumsum(np.bincount(numbers, minlength=count), out=starts[1:])
     return starts, order
-
-
-def load_array(path: Path) -> np.ndarray:
-    """A saved array, memory-mapped, as a plain ndarray (a ``np.memmap`` adds microseconds to every slice)."""
-    return np.load(path, mmap_mode="r").view(np.ndarray)

@@ -25,8 +25,8 @@ the same library and class, another error); below ``confidence_threshold`` errat
 nearest records as possibly related.
 
 What the signals read of each record lives in a :class:`~assistant.signal_index.SignalIndex` (postings and
-two BM25 matrices, memory-mapped once saved), so per-query work follows the postings the query touches,
-not the size of the knowledge base.
+two BM25 matrices, read from disk a word at a time once saved), so per-query work follows the postings the
+query touches, not the size of the knowledge base.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import bm25s
 import numpy as np
 import regex
 
@@ -46,7 +45,7 @@ from .embed import Embedder
 from .index import VectorIndex
 from .query import Query
 from .records import Record
-from .signal_index import SignalIndex, message_words, path_tail, tokenize
+from .signal_index import SignalIndex, WordColumns, message_words, path_tail, tokenize
 
 __all__ = ["FEATURES", "CONFIDENCE_FEATURES", "Hit", "Retrieval", "Retriever", "Scored", "confidence_features"]
 
@@ -65,8 +64,8 @@ COMPILED_PATTERNS = 20_000
 RANK_DEPTH = 1_000
 # Up to this many records every record is scored; beyond, only candidates (see Retriever._candidates).
 FULL_SCORING_LIMIT = 20_000
-LEXICAL_CANDIDATES = 1_000  # the best records by BM25 over the query's less common words
-COMMON_WORD_SHARE = 0.05  # words in more than this share of the records do not nominate candidates
+LEXICAL_CANDIDATES = 1_000  # the best records by BM25 over the query's rarest words
+LEXICAL_POSTINGS = 100_000  # ... reading at most this many postings (the rarest word is always read)
 CANDIDATE_CAP = 2_000  # at most this many candidates from each other source (pattern, file, message words)
 # An approximate vector index scores this many nearest exactly, the rest of DENSE_DEPTH by its 8-bit codes.
 EXACT_COSINES = 100
@@ -411,16 +410,21 @@ class Retriever:
         """The records worth scoring in a large knowledge base: the nearest by cosine, the best by BM25 over
         the query's less common words, and those a pattern, the raising file or the quoted message's
         words single out (each source at most ``CANDIDATE_CAP`` records)."""
-        n = len(self.records)
-        bm25 = self.signals.bm25_all.scores
-        indptr, indices, data = bm25["indptr"], bm25["indices"], bm25["data"]
-        words = sorted(set(all_tokens), key=lambda w: indptr[w + 1] - indptr[w])
-        selective = [w for w in words if indptr[w + 1] - indptr[w] <= COMMON_WORD_SHARE * n] or words[:1]
-        partial = np.zeros(n, dtype=np.float32)
-        for w in selective:
-            np.add.at(partial, indices[indptr[w] : indptr[w + 1]], data[indptr[w] : indptr[w + 1]])
-        held = np.flatnonzero(partial)
-        lexical = held[_best(partial[held], LEXICAL_CANDIDATES)]
+        columns = self.signals.all_columns
+        budget = LEXICAL_POSTINGS
+        holders, weights = [], []
+        for w in sorted(set(all_tokens), key=columns.size):  # rarest first, within a reading budget
+            if holders and columns.size(w) > budget:
+                break
+            indices, data = columns(w)
+            holders.append(indices)
+            weights.append(data)
+            budget -= len(indices)
+        lexical = _NONE
+        if holders:
+            records, at = np.unique(np.concatenate(holders), return_inverse=True)
+            partial = np.bincount(at, weights=np.concatenate(weights))
+            lexical = records[_best(partial, LEXICAL_CANDIDATES)]
         sources = [found.dense, lexical, found.on_message, found.on_text, found.raising_file, found.covered]
         return np.unique(np.concatenate([s[:CANDIDATE_CAP] for s in sources]))
 
@@ -446,8 +450,8 @@ class Retriever:
 
         class_equal = spread(found.same_class)
         rarity = self._class_rarity.get(query.exception_class or "", 0.0)
-        lex_msg = self._bm25(self.signals.bm25_message, message_tokens, scored, m)
-        lex_all = self._bm25(self.signals.bm25_all, all_tokens, scored, m)
+        lex_msg = self._bm25(self.signals.message_columns, message_tokens, scored, m)
+        lex_all = self._bm25(self.signals.all_columns, all_tokens, scored, m)
         dense = spread(found.dense, found.cosines, base=found.floor)
         held, weighted = self._coverage(words, scored, m)
         has_message = float(len(quoted) >= 2)
@@ -478,12 +482,12 @@ class Retriever:
         )
         return Scored(features, features @ self.weights[model], model, scored)
 
-    def _bm25(self, bm25: bm25s.BM25, tokens: list[int], scored: np.ndarray | None, m: int) -> np.ndarray:
+    def _bm25(self, columns: WordColumns, tokens: list[int], scored: np.ndarray | None, m: int) -> np.ndarray:
         """BM25 of the records scored, summed as ``bm25s`` sums it (token by token, in float32), from its
         matrix: bm25s scores every record, which a million records make too slow per query."""
         out = np.zeros(m, dtype=np.float32)
         for token in tokens:
-            where, values = self._column(bm25, token, scored)
+            where, values = self._column(columns, token, scored)
             np.add.at(out, where, values)
         return out.astype(np.float64)
 
@@ -494,21 +498,19 @@ class Retriever:
         held = np.zeros(m)
         weighted = np.zeros(m)
         total = 0.0
-        indptr = self.signals.bm25_all.scores["indptr"]
+        columns = self.signals.all_columns
         for w in words:
-            idf = math.log((n + 1) / (int(indptr[w + 1] - indptr[w]) + 0.5))
-            where, _values = self._column(self.signals.bm25_all, w, scored)
+            idf = math.log((n + 1) / (columns.size(w) + 0.5))
+            where, _values = self._column(columns, w, scored)
             held[where] += 1.0
             weighted[where] += idf
             total += idf
         return held, weighted / total if total > 0 else weighted
 
     @staticmethod
-    def _column(bm25: bm25s.BM25, token: int, scored: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    def _column(columns: WordColumns, token: int, scored: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """Where (among the records scored) the word ``token`` occurs, and its BM25 weight there."""
-        indptr, indices, data = bm25.scores["indptr"], bm25.scores["indices"], bm25.scores["data"]
-        holders = indices[indptr[token] : indptr[token + 1]]
-        values = data[indptr[token] : indptr[token + 1]]
+        holders, values = columns(token)
         where, picked = _among(holders, scored)
         return where, values[picked]
 

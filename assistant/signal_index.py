@@ -1,9 +1,10 @@
-"""What the Retriever knows of every record, as arrays and postings: built in one pass, saved, memory-mapped.
+"""What the Retriever knows of every record, as arrays and postings: built in one pass, saved, read back.
 
 Why: at a million records, building this at every start took minutes and held gigabytes (every record's
 text tokenized for BM25, dicts of postings). Built once with the vector index and saved, a serving
-process maps the files and reads only the slices its queries touch: the postings of the query's words,
-classes and files, the patterns filed under its words.
+process keeps only the small tables (where each key's postings start, the BM25 vocabularies) in memory
+and reads from disk just the slices its queries touch: the postings of the query's words, classes and
+files, the patterns filed under its words (see ``diskarray``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ import bm25s
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
+from .diskarray import DiskArray
 from .pattern_index import PatternIndex
-from .postings import Postings, load_array
+from .postings import Postings
 from .query import normalize_library
 from .records import Record
 
@@ -157,7 +159,8 @@ class Texts:
         return len(self._offsets) - 1
 
     def __getitem__(self, i: int) -> str:
-        return self._blob[self._offsets[i] : self._offsets[i + 1]].tobytes().decode("utf-8")
+        start, stop = (int(v) for v in self._offsets[i : i + 2])
+        return self._blob[start:stop].tobytes().decode("utf-8")
 
     def save(self, folder: Path, name: str) -> None:
         np.save(folder / f"{name}.blob.npy", self._blob)
@@ -165,11 +168,29 @@ class Texts:
 
     @classmethod
     def load(cls, folder: Path, name: str) -> Texts:
-        blob = load_array(folder / f"{name}.blob.npy")
-        offsets = load_array(folder / f"{name}.offsets.npy")
-        if int(offsets[-1]) != len(blob):
+        blob = DiskArray.open(folder / f"{name}.blob.npy")
+        offsets = DiskArray.open(folder / f"{name}.offsets.npy")
+        if not len(offsets) or int(offsets[len(offsets) - 1 :][0]) != len(blob):
             raise ValueError(f"{name} in {folder} is truncated")
         return cls(blob, offsets)
+
+
+class WordColumns:
+    """A BM25 matrix read a word (a column) at a time: the records holding the word, ascending, and the
+    word's BM25 weight in each. Read from disk when the index was loaded (see ``diskarray``)."""
+
+    def __init__(self, bm25: bm25s.BM25):
+        self.indptr = np.asarray(bm25.scores["indptr"])  # one number per word: kept in memory
+        self._indices = DiskArray.of(bm25.scores["indices"])
+        self._data = DiskArray.of(bm25.scores["data"])
+
+    def __call__(self, word: int) -> tuple[np.ndarray, np.ndarray]:
+        start, stop = int(self.indptr[word]), int(self.indptr[word + 1])
+        return self._indices[start:stop], self._data[start:stop]
+
+    def size(self, word: int) -> int:
+        """How many records hold ``word``."""
+        return int(self.indptr[word + 1] - self.indptr[word])
 
 
 class SignalIndex:
@@ -205,6 +226,8 @@ class SignalIndex:
         self.message_words = message_words
         self.bm25_message = bm25_message
         self.bm25_all = bm25_all
+        self.message_columns = WordColumns(bm25_message)
+        self.all_columns = WordColumns(bm25_all)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -253,11 +276,6 @@ class SignalIndex:
             bm25_all=bm25_all,
         )
 
-    def word_postings(self, word: int) -> np.ndarray:
-        """The records whose text fields hold BM25 vocabulary word ``word``: a column of the BM25 matrix."""
-        indptr = self.bm25_all.scores["indptr"]
-        return self.bm25_all.scores["indices"][indptr[word] : indptr[word + 1]]
-
     def save(self, folder: Path) -> None:
         """Into ``folder`` (which must exist and be empty)."""
         np.save(folder / "ids.npy", self.ids)
@@ -274,15 +292,15 @@ class SignalIndex:
 
     @classmethod
     def load(cls, folder: Path) -> SignalIndex:
-        """Memory-mapped. Raises ``OSError`` or ``ValueError`` when the folder is incomplete or damaged."""
+        """Read back lazily. Raises ``OSError`` or ``ValueError`` when the folder is incomplete or damaged."""
         meta = json.loads((folder / "signals.json").read_text(encoding="utf-8"))
         if meta.get("format") != FORMAT:
             raise ValueError(f"signal index format {meta.get('format')} is not {FORMAT}")
         names = json.loads((folder / "library_names.json").read_text(encoding="utf-8"))
         index = cls(
-            ids=load_array(folder / "ids.npy"),
+            ids=np.load(folder / "ids.npy", mmap_mode="r"),  # read whole once, at start
             patterns=Texts.load(folder, "patterns"),
-            literals=load_array(folder / "literals.npy"),
+            literals=np.load(folder / "literals.npy"),
             pattern_records=Postings.load(folder, "pattern_records"),
             classes=Postings.load(folder, "classes"),
             files=Postings.load(folder, "files"),

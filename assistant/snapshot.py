@@ -16,6 +16,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,19 +54,21 @@ def open_knowledge_base(
     settings: Settings, embedder: Embedder, *, show_progress: bool = False, force: bool = False
 ) -> OpenedKnowledgeBase:
     """The knowledge base of ``settings``, its vector index brought up to date, and its signal index."""
+    started = time.perf_counter()
     index_dir = Path(settings.index_dir)
     files = kb_files(settings.kb)
     saved = None if force else _read(index_dir, files, strict=settings.strict)
     if saved is not None:
-        shelf, report, signals, stamp = saved
-        trusted = _trusted_vectors(index_dir, embedder, settings, stamp, len(shelf))
+        shelf, report, signals, saved_stamp = saved
+        trusted = _trusted_vectors(index_dir, embedder, settings, saved_stamp, len(shelf))
         if trusted is not None:
-            build = BuildReport(len(shelf), 0, len(shelf), 0.0, False, "up to date (snapshot)")
+            seconds = time.perf_counter() - started
+            build = BuildReport(len(shelf), 0, len(shelf), seconds, False, "up to date (snapshot)")
             return OpenedKnowledgeBase(shelf, report, trusted, build, signals, True)
     else:
         report = LoadReport()
         shelf = RecordShelf.load(files, strict=settings.strict, report=report)
-        signals = None
+        signals, saved_stamp = None, None
     vector_index, build = open_index(
         shelf, embedder, index_dir, show_progress=show_progress, force=force, store=settings.store
     )
@@ -73,10 +76,11 @@ def open_knowledge_base(
     if signals is None:
         signals = SignalIndex.build(shelf)
     stamp = None if settings.store else _manifest_stamp(index_dir)
-    try:
-        _write(index_dir, files, shelf, report, signals, stamp)
-    except OSError as exc:  # a read-only index folder still serves; the next start parses again
-        logger.warning("cannot save the start-up snapshot in %s: %s", index_dir, exc)
+    if not from_snapshot or stamp != saved_stamp:  # a Milvus store is checked at every start: nothing new
+        try:
+            _write(index_dir, files, shelf, report, signals, stamp)
+        except OSError as exc:  # a read-only index folder still serves; the next start parses again
+            logger.warning("cannot save the start-up snapshot in %s: %s", index_dir, exc)
     return OpenedKnowledgeBase(shelf, report, vector_index, build, signals, from_snapshot)
 
 

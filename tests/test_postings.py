@@ -42,3 +42,17 @@ def test_a_truncated_postings_file_is_refused(tmp_path):
     np.save(tmp_path / "words.positions.npy", np.array([0], dtype=np.int32))
     with pytest.raises(ValueError, match="do not match"):
         Postings.load(tmp_path, "words")
+
+
+def test_a_disk_array_reads_slices_without_mapping_them(tmp_path):
+    from assistant.diskarray import DiskArray
+
+    values = np.arange(1000, dtype=np.int32) * 3
+    np.save(tmp_path / "a.npy", values)
+    array = DiskArray.open(tmp_path / "a.npy")
+    assert len(array) == 1000 and array[10:13].tolist() == [30, 33, 36] and array[998:2000].tolist() == [2994, 2997]
+    assert array[5:5].tolist() == [] and np.array_equal(np.asarray(array), values)
+    mapped = np.load(tmp_path / "a.npy", mmap_mode="r")
+    assert isinstance(DiskArray.of(mapped), DiskArray) and DiskArray.of(values) is values
+    with pytest.raises(TypeError):
+        array[3]

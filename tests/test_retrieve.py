@@ -330,6 +330,7 @@ def test_a_large_knowledge_base_scores_candidates_and_ranks_as_scoring_everythin
     monkeypatch.setattr(retrieve, "DENSE_DEPTH", 25)
     monkeypatch.setattr(retrieve, "LEXICAL_CANDIDATES", 25)
     monkeypatch.setattr(retrieve, "CANDIDATE_CAP", 50)
+    monkeypatch.setattr(retrieve, "LEXICAL_POSTINGS", 50)
     monkeypatch.setattr(assistant.retriever, "full_scoring_limit", 0)
     sizes, agree_top, agree_five = [], 0, 0
     for q, expected in zip(queries, full, strict=True):
