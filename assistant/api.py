@@ -60,6 +60,8 @@ class Assistant:
         )
         if self.settings.serve_threads > 0:
             _set_torch_threads(self.settings.serve_threads)
+        # Loaded now rather than on the first question (about 4 s for the bundled model on two cores).
+        _ = self.embedder.model
 
     def parse(self, text: str | bytes) -> Query:
         return parse_query(text, max_chars=self.settings.max_query_chars)

@@ -68,7 +68,7 @@ LEXICAL_CANDIDATES = 1_000  # the best records by BM25 over the query's rarest w
 LEXICAL_POSTINGS = 100_000  # ... reading at most this many postings (the rarest word is always read)
 CANDIDATE_CAP = 2_000  # at most this many candidates from each other source (pattern, file, message words)
 # An approximate vector index scores this many nearest exactly, the rest of DENSE_DEPTH by its 8-bit codes.
-EXACT_COSINES = 100
+EXACT_COSINES = 25
 
 FEATURES = (
     "pattern_message",  # the pattern matches the extracted message
