@@ -159,7 +159,7 @@ def _write(
             meta = {
                 "format": FORMAT,
                 "kb": _fingerprint(files),
-                "shelf_files": [str(p) for p in shelf.files],
+                "shelf_files": [str(p.resolve()) for p in shelf.files],  # valid from any working folder
                 "problems": report.problems,
                 "superseded": report.superseded,
                 "manifest": stamp,

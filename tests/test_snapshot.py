@@ -83,3 +83,12 @@ def test_strict_mode_still_stops_on_a_malformed_line(small_kb, tmp_path, embedde
     assert _start(small_kb, tmp_path / "index", embedder).load_report.skipped == 1  # from the snapshot
     with pytest.raises(KnowledgeBaseError, match=path.name):
         _start(small_kb, tmp_path / "index", embedder, strict=True)
+
+
+def test_a_snapshot_made_from_a_relative_path_serves_from_another_folder(small_kb, tmp_path, embedder, monkeypatch):
+    monkeypatch.chdir(small_kb.parent)
+    first = _start(small_kb.name, tmp_path / "index", embedder)
+    monkeypatch.chdir(tmp_path / "index")
+    second = _start(small_kb, tmp_path / "index", embedder)
+    assert second.build_report.reason == "up to date (snapshot)"
+    assert _answers(second) == _answers(first)
