@@ -19,6 +19,7 @@ from pathlib import Path
 import bm25s
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
+from tqdm import tqdm
 
 from .diskarray import DiskArray
 from .pattern_index import PatternIndex
@@ -233,8 +234,10 @@ class SignalIndex:
         return len(self.ids)
 
     @classmethod
-    def build(cls, records: Iterable[Record]) -> SignalIndex:
+    def build(cls, records: Iterable[Record], *, show_progress: bool = False) -> SignalIndex:
         """One pass over the records (records on a shelf are parsed once)."""
+        total = len(records) if isinstance(records, Sequence) else None
+        records = tqdm(records, total=total, desc="indexing signals", unit="rec", disable=not show_progress)
         ids: list[str] = []
         patterns: dict[str, int] = {}
         record_patterns = array("i")

@@ -74,7 +74,7 @@ def open_knowledge_base(
     )
     from_snapshot = signals is not None
     if signals is None:
-        signals = SignalIndex.build(shelf)
+        signals = SignalIndex.build(shelf, show_progress=show_progress)
     stamp = None if settings.store else _manifest_stamp(index_dir)
     if not from_snapshot or stamp != saved_stamp:  # a Milvus store is checked at every start: nothing new
         try:
