@@ -104,8 +104,8 @@ class PatternIndex:
 
     def candidates(self, texts: Iterable[str]) -> np.ndarray:
         """Positions of the patterns that may match one of ``texts``, in ascending order."""
-        found = [self._filed.get(w) for w in text_words(texts) if w in self._filed]
-        return np.unique(np.concatenate([self.always, *found])) if found else self.always
+        found = self._filed.union(text_words(texts))
+        return np.union1d(self.always, found) if len(found) else self.always
 
     def save(self, folder: Path) -> None:
         self._filed.save(folder, "pattern_words")

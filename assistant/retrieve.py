@@ -45,7 +45,7 @@ from .embed import Embedder
 from .index import VectorIndex
 from .query import Query
 from .records import Record
-from .signal_index import SignalIndex, WordColumns, message_words, path_tail, tokenize
+from .signal_index import SignalIndex, message_words, path_tail, tokenize
 
 __all__ = ["FEATURES", "CONFIDENCE_FEATURES", "Hit", "Retrieval", "Retriever", "Scored", "confidence_features"]
 
@@ -406,17 +406,15 @@ class Retriever:
 
     # --- scoring ---------------------------------------------------------------------------------
 
-    def _candidates(self, found: _Found, all_tokens: list[int]) -> np.ndarray:
+    def _candidates(self, found: _Found, columns: dict[int, tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
         """The records worth scoring in a large knowledge base: the nearest by cosine, the best by BM25 over
-        the query's less common words, and those a pattern, the raising file or the quoted message's
-        words single out (each source at most ``CANDIDATE_CAP`` records)."""
-        columns = self.signals.all_columns
+        the query's less common words (``columns``: each word's records and weights), and those a pattern,
+        the raising file or the quoted message's words single out (each source at most ``CANDIDATE_CAP``)."""
         budget = LEXICAL_POSTINGS
         holders, weights = [], []
-        for w in sorted(set(all_tokens), key=columns.size):  # rarest first, within a reading budget
-            if holders and columns.size(w) > budget:
+        for indices, data in sorted(columns.values(), key=lambda column: len(column[0])):  # rarest first
+            if holders and len(indices) > budget:  # within a reading budget
                 break
-            indices, data = columns(w)
             holders.append(indices)
             weights.append(data)
             budget -= len(indices)
@@ -438,8 +436,11 @@ class Retriever:
         quoted = message_words(query.message or "")
         found = self._find(query, dense_text, quoted)
         message_tokens, all_tokens, words, unknown = self._query_words(search_text)
-        scored = None if n <= self.full_scoring_limit else self._candidates(found, all_tokens)
+        columns = {w: self.signals.all_columns(w) for w in words}  # each word's column read once per query
+        scored = None if n <= self.full_scoring_limit else self._candidates(found, columns)
         m = n if scored is None else len(scored)
+        in_all = {w: _restricted(column, scored) for w, column in columns.items()}
+        in_message = {t: _restricted(self.signals.message_columns(t), scored) for t in set(message_tokens)}
 
         def spread(positions: np.ndarray, values: np.ndarray | float = 1.0, base: float = 0.0) -> np.ndarray:
             """Values at ``positions`` (ascending), ``base`` elsewhere, for the records scored."""
@@ -450,10 +451,10 @@ class Retriever:
 
         class_equal = spread(found.same_class)
         rarity = self._class_rarity.get(query.exception_class or "", 0.0)
-        lex_msg = self._bm25(self.signals.message_columns, message_tokens, scored, m)
-        lex_all = self._bm25(self.signals.all_columns, all_tokens, scored, m)
+        lex_msg = _bm25(in_message, message_tokens, m)
+        lex_all = _bm25(in_all, all_tokens, m)
         dense = spread(found.dense, found.cosines, base=found.floor)
-        held, weighted = self._coverage(words, scored, m)
+        held, weighted = self._coverage(in_all, m)
         has_message = float(len(quoted) >= 2)
         features = np.column_stack(
             [
@@ -482,37 +483,20 @@ class Retriever:
         )
         return Scored(features, features @ self.weights[model], model, scored)
 
-    def _bm25(self, columns: WordColumns, tokens: list[int], scored: np.ndarray | None, m: int) -> np.ndarray:
-        """BM25 of the records scored, summed as ``bm25s`` sums it (token by token, in float32), from its
-        matrix: bm25s scores every record, which a million records make too slow per query."""
-        out = np.zeros(m, dtype=np.float32)
-        for token in tokens:
-            where, values = self._column(columns, token, scored)
-            np.add.at(out, where, values)
-        return out.astype(np.float64)
-
-    def _coverage(self, words: list[int], scored: np.ndarray | None, m: int) -> tuple[np.ndarray, np.ndarray]:
-        """How many of the query's words each record scored holds, and their share weighted by idf: a record
-        with the query's rare words (a tool's name, an unusual term) covers more of what it is about."""
+    def _coverage(self, in_all: dict[int, tuple[np.ndarray, np.ndarray]], m: int) -> tuple[np.ndarray, np.ndarray]:
+        """How many of the query's words (``in_all``: where each is among the records scored) each record
+        holds, and their share weighted by idf: a record with the query's rare words (a tool's name, an
+        unusual term) covers more of what the query is about."""
         n = len(self.records)
         held = np.zeros(m)
         weighted = np.zeros(m)
         total = 0.0
-        columns = self.signals.all_columns
-        for w in words:
-            idf = math.log((n + 1) / (columns.size(w) + 0.5))
-            where, _values = self._column(columns, w, scored)
+        for w, (where, _values) in in_all.items():
+            idf = math.log((n + 1) / (self.signals.all_columns.size(w) + 0.5))
             held[where] += 1.0
             weighted[where] += idf
             total += idf
         return held, weighted / total if total > 0 else weighted
-
-    @staticmethod
-    def _column(columns: WordColumns, token: int, scored: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """Where (among the records scored) the word ``token`` occurs, and its BM25 weight there."""
-        holders, values = columns(token)
-        where, picked = _among(holders, scored)
-        return where, values[picked]
 
     # --- ranking and confidence ------------------------------------------------------------------
 
@@ -534,6 +518,23 @@ class Retriever:
 
 
 _NONE = np.zeros(0, dtype=np.int64)
+
+
+def _restricted(column: tuple[np.ndarray, np.ndarray], scored: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """A word's column (its records, its BM25 weights) as rows among the records scored, and weights there."""
+    holders, values = column
+    where, picked = _among(holders, scored)
+    return where, values[picked]
+
+
+def _bm25(in_columns: dict[int, tuple[np.ndarray, np.ndarray]], tokens: list[int], m: int) -> np.ndarray:
+    """BM25 of the records scored, summed as ``bm25s`` sums it (token by token, repeats too, in float32),
+    from its matrix: bm25s scores every record, which a million records make too slow per query."""
+    out = np.zeros(m, dtype=np.float32)
+    for token in tokens:
+        where, values = in_columns[token]
+        np.add.at(out, where, values)
+    return out.astype(np.float64)
 
 
 def _among(positions: np.ndarray, scored: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
