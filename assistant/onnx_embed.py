@@ -51,6 +51,7 @@ class LocalEncoder:
     required_modules: tuple[str, ...] = ()  # imported first: a missing runtime is named before any work
     install_hint = ""
     pad_multiple = 1  # pad each batch's length up to a multiple of this (runtimes that compile per shape)
+    tokens_per_batch = 0  # when set, batches also stop at about this many tokens (0: batch_size alone)
 
     def __init__(self, model_dir: Path, *, cache_dir: Path | None = None):
         try:
@@ -132,8 +133,10 @@ class LocalEncoder:
         order = np.argsort(lengths, kind="stable")
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         batches = []
-        for start in range(0, len(texts), batch_size):
-            rows = order[start : start + batch_size]
+        start = 0
+        while start < len(texts):
+            rows = order[start : start + self._rows_per_batch(int(lengths[order[start]]), batch_size)]
+            start += len(rows)
             width = -(-int(lengths[rows].max()) // self.pad_multiple) * self.pad_multiple
             ids = np.zeros((len(rows), width), dtype=np.int64)
             mask = np.zeros_like(ids)
@@ -143,6 +146,13 @@ class LocalEncoder:
             batches.append((rows, ids, mask))
         self._run(batches, out)
         return out
+
+    def _rows_per_batch(self, shortest: int, batch_size: int) -> int:
+        """``batch_size``, or fewer where ``tokens_per_batch`` caps the batch (its shortest text's length
+        stands in for the width: lengths are sorted, so the rest are about as long)."""
+        if not self.tokens_per_batch:
+            return batch_size
+        return max(1, min(batch_size, self.tokens_per_batch // max(shortest, 1)))
 
     def _run(self, batches: list[tuple[np.ndarray, np.ndarray, np.ndarray]], out: np.ndarray) -> None:
         """Fills ``out[rows]`` with the pooled vectors of each ``(rows, ids, mask)`` batch."""

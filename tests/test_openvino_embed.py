@@ -48,6 +48,28 @@ def test_a_text_alone_and_in_a_batch_gets_the_same_vector(fast, texts):
     assert np.allclose(fast.encode(texts[::-1])[::-1], together, atol=2e-3)
 
 
+def test_batches_of_long_texts_stop_at_the_token_budget(fast, texts):
+    """Record texts (~200 tokens) go in batches of ~7, not 32: the int8 matmuls' activations stay in cache."""
+    model = fast.model
+    budget = type(model).tokens_per_batch
+    shapes: list[tuple[int, int, int]] = []
+    run = model._run
+
+    def spying(batches, out):
+        shapes.extend((len(rows), int(mask.sum(axis=1).min()), mask.shape[1]) for rows, _, mask in batches)
+        run(batches, out)
+
+    model._run = spying
+    try:
+        vectors = fast.encode(texts)
+    finally:
+        del model._run
+    assert fast.batch_size == 32 and sum(rows for rows, _, _ in shapes) == len(texts)
+    assert all(rows == 1 or rows * shortest <= budget for rows, shortest, _ in shapes)
+    assert max(rows for rows, _, _ in shapes) < fast.batch_size and all(width % 16 == 0 for *_, width in shapes)
+    assert np.allclose(vectors[5], fast.encode(texts[5:6])[0], atol=2e-3)
+
+
 def test_threads_can_share_one_openvino_embedder(fast, texts):
     expected = fast.encode(texts[:4])
     results: dict[int, np.ndarray] = {}
