@@ -7,12 +7,13 @@ vectors whose ``nprobe`` is calibrated at build time so recall@10 against exact 
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
 import faiss
 import numpy as np
+
+from .diskarray import DiskArray
 
 EXACT_LIMIT = 100_000  # up to this many records the index is exact
 TARGET_RECALL = 0.99  # recall@10 the ANN index is calibrated to (the promise is 0.98; this leaves margin)
@@ -51,15 +52,9 @@ def read_rows(vectors: np.ndarray, rows: np.ndarray) -> np.ndarray:
     Reading through the map would make the kernel map whole runs of pages around each row into the
     process: a few hundred searches over a million rows then hold the entire file as resident memory.
     """
-    if not isinstance(vectors, np.memmap) or not vectors.filename or len(rows) == 0:
-        return np.asarray(vectors[rows], dtype=np.float32)
-    width = vectors.shape[1] * vectors.dtype.itemsize
-    fd = os.open(vectors.filename, os.O_RDONLY)
-    try:
-        data = b"".join(os.pread(fd, width, vectors.offset + int(row) * width) for row in rows)
-    finally:
-        os.close(fd)
-    return np.frombuffer(data, dtype=vectors.dtype).reshape(len(rows), -1).astype(np.float32, copy=False)
+    on_disk = DiskArray.of(vectors)
+    picked = on_disk.take(rows) if isinstance(on_disk, DiskArray) else vectors[rows]
+    return np.asarray(picked, dtype=np.float32)
 
 
 def index_type_for(count: int, exact_limit: int = EXACT_LIMIT) -> str:

@@ -128,15 +128,14 @@ def _read(index_dir: Path, files: list[Path], *, strict: bool):
     try:
         shelf_files = [Path(p) for p in meta["shelf_files"]]
         places = np.load(folder / "places.npy", mmap_mode="r")
-        ids = np.load(folder / "record_ids.npy", mmap_mode="r")
-        signals = SignalIndex.load(folder)
-        if len(places) != len(ids) or len(signals) != len(ids):
+        signals = SignalIndex.load(folder)  # built from the shelf: its ids are the shelf's, in its order
+        if len(places) != len(signals):
             raise ValueError("record counts differ")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         logger.warning("the start-up snapshot in %s is unusable (%s); loading the records again", folder, exc)
         return None
     report = LoadReport(files=list(files), problems=list(meta["problems"]), superseded=int(meta["superseded"]))
-    return RecordShelf(shelf_files, places, ids), report, signals, meta.get("manifest")
+    return RecordShelf(shelf_files, places, signals.ids), report, signals, meta.get("manifest")
 
 
 def _write(
@@ -153,9 +152,10 @@ def _write(
         old = index_dir / f".{SNAPSHOT_DIR}.old.{os.getpid()}"
         try:
             places, ids = shelf.layout()
+            if not np.array_equal(ids, signals.ids):
+                raise ValueError("the signal index was not built from this shelf")
             np.save(fresh / "places.npy", places)
-            np.save(fresh / "record_ids.npy", ids)
-            signals.save(fresh)
+            signals.save(fresh)  # its ids.npy serves the shelf too
             meta = {
                 "format": FORMAT,
                 "kb": _fingerprint(files),

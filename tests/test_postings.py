@@ -56,3 +56,19 @@ def test_a_disk_array_reads_slices_without_mapping_them(tmp_path):
     assert isinstance(DiskArray.of(mapped), DiskArray) and DiskArray.of(values) is values
     with pytest.raises(TypeError):
         array[3]
+
+
+def test_a_disk_array_reads_rows_of_a_matrix_in_any_order(tmp_path):
+    from assistant.diskarray import DiskArray
+
+    matrix = np.arange(60, dtype=np.float16).reshape(20, 3)
+    np.save(tmp_path / "m.npy", matrix)
+    mapped = np.load(tmp_path / "m.npy", mmap_mode="r")
+    array = DiskArray.of(mapped)
+    assert isinstance(array, DiskArray) and array.shape == (20, 3) and len(array) == 20
+    assert np.array_equal(array[2:4], matrix[2:4]) and np.array_equal(np.asarray(array), matrix)
+    assert np.array_equal(array.take(np.array([7, 0, 19])), matrix[[7, 0, 19]]) and array.take([]).shape == (0, 3)
+    with pytest.raises(IndexError):
+        array.take([20])
+    # A slice of a map keeps the map's offset: it is read from memory, not from the wrong place on disk.
+    assert not isinstance(DiskArray.of(mapped[5:]), DiskArray)
