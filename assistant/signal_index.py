@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from .diskarray import DiskArray
 from .pattern_index import PatternIndex
-from .postings import Postings
+from .postings import Postings, PostingsBuilder
 from .query import normalize_library
 from .records import Record
 
@@ -176,6 +176,65 @@ class Texts:
         return cls(blob, offsets)
 
 
+class TokenCorpus:
+    """Texts tokenized for BM25 a chunk at a time into one flat array of token ids: what
+    ``bm25s.BM25.index`` reads (``ids``, ``vocab``), without the Python list of ints per text that
+    tokenizing everything at once keeps (at a million records, ~5 GB of the signal index build)."""
+
+    CHUNK = 10_000  # texts tokenized together
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}  # token -> id, in first-seen order as bm25s.tokenize numbers them
+        self._pending: list[str] = []
+        self._parts: list[np.ndarray] = []
+        self._lengths = array("q")
+
+    def add(self, text: str) -> None:
+        self._pending.append(text)
+        if len(self._pending) >= self.CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        tokenized = tokenize(self._pending)
+        self._pending = []
+        to_global = np.empty(len(tokenized.vocab), dtype=np.int32)
+        for token, local in tokenized.vocab.items():
+            to_global[local] = self.vocab.setdefault(token, len(self.vocab))
+        self._lengths.extend(len(doc) for doc in tokenized.ids)
+        flat = np.fromiter((t for doc in tokenized.ids for t in doc), dtype=np.int32)
+        self._parts.append(to_global[flat])
+
+    @property
+    def ids(self) -> TokenLists:
+        """Every text's token ids (a text is a list when read), once all are added."""
+        self._flush()
+        flat = np.concatenate(self._parts) if self._parts else np.zeros(0, dtype=np.int32)
+        self._parts = [flat]
+        offsets = np.zeros(len(self._lengths) + 1, dtype=np.int64)
+        np.cumsum(np.frombuffer(self._lengths, dtype=np.int64), out=offsets[1:])
+        return TokenLists(flat, offsets)
+
+
+class TokenLists(Sequence[list[int]]):
+    def __init__(self, flat: np.ndarray, offsets: np.ndarray):
+        self._flat = flat
+        self._offsets = offsets
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return self._flat[self._offsets[i] : self._offsets[i + 1]].tolist()
+
+    def __iter__(self):
+        for start, stop in zip(self._offsets[:-1].tolist(), self._offsets[1:].tolist(), strict=True):
+            yield self._flat[start:stop].tolist()
+
+
 class WordColumns:
     """A BM25 matrix read a word (a column) at a time: the records holding the word, ascending, and the
     word's BM25 weight in each. Read from disk when the index was loaded (see ``diskarray``)."""
@@ -241,40 +300,37 @@ class SignalIndex:
         ids: list[str] = []
         patterns: dict[str, int] = {}
         record_patterns = array("i")
-        classes: list[tuple[str]] = []
-        files: list[tuple[str]] = []
-        repos: list[tuple[str]] = []
-        message_texts: list[str] = []
-        all_texts: list[str] = []
-        words: list[frozenset[str]] = []
+        classes, files, repos, words = (PostingsBuilder() for _ in range(4))
+        message_tokens = TokenCorpus()
+        all_tokens = TokenCorpus()
         libraries = LibraryCounts()
         for r in records:
             ids.append(r.id)
             record_patterns.append(patterns.setdefault(r.message_pattern, len(patterns)))
-            classes.append((r.error_class,))
-            files.append((path_tail(r.file_path),))
-            repos.append((r.repo,))
-            message_texts.append(message_text(r))
-            all_texts.append(all_text(r))
-            words.append(message_words(r.error_message))
+            classes.add((r.error_class,))
+            files.add((path_tail(r.file_path),))
+            repos.add((r.repo,))
+            message_tokens.add(message_text(r))
+            all_tokens.add(all_text(r))
+            words.add(message_words(r.error_message))
             libraries.add(r)
         bm25_message = bm25s.BM25()
-        bm25_message.index(tokenize(message_texts), show_progress=False)
-        del message_texts
+        bm25_message.index(message_tokens, show_progress=False)
+        del message_tokens
         bm25_all = bm25s.BM25()
-        bm25_all.index(tokenize(all_texts), show_progress=False)
-        del all_texts
+        bm25_all.index(all_tokens, show_progress=False)
+        del all_tokens
         return cls(
             ids=np.array([i.encode("utf-8") for i in ids], dtype="S"),
             patterns=Texts.build(patterns),
             literals=np.array([literal_chars(p) for p in patterns], dtype=np.int32),
             pattern_records=Postings.grouping(np.frombuffer(record_patterns, dtype=np.int32), len(patterns)),
-            classes=Postings.build(classes),
-            files=Postings.build(files),
-            repos=Postings.build(repos),
+            classes=classes.build(),
+            files=files.build(),
+            repos=repos.build(),
             library_names=libraries.names(),
             pattern_index=PatternIndex.build(patterns),
-            message_words=Postings.build(words),
+            message_words=words.build(),
             bm25_message=bm25_message,
             bm25_all=bm25_all,
         )

@@ -72,3 +72,26 @@ def test_a_disk_array_reads_rows_of_a_matrix_in_any_order(tmp_path):
         array.take([20])
     # A slice of a map keeps the map's offset: it is read from memory, not from the wrong place on disk.
     assert not isinstance(DiskArray.of(mapped[5:]), DiskArray)
+
+
+def test_bm25_tokens_added_a_chunk_at_a_time_index_as_tokenizing_everything_at_once():
+    """The signal index tokenizes records 10,000 at a time; its BM25 matrices must not depend on that."""
+    import bm25s
+
+    from assistant import load_records
+    from assistant.settings import BUNDLED_KB_DIR
+    from assistant.signal_index import TokenCorpus, all_text, tokenize
+
+    texts = [all_text(r) for r in load_records(BUNDLED_KB_DIR)]
+    texts[10:10] = ["", "the of and"]  # no words at all, and stop words only
+    corpus = TokenCorpus()
+    corpus.CHUNK = 7
+    for text in texts:
+        corpus.add(text)
+    chunked, whole = bm25s.BM25(), bm25s.BM25()
+    chunked.index(corpus, show_progress=False)
+    whole.index(tokenize(texts), show_progress=False)
+    assert chunked.vocab_dict == whole.vocab_dict and len(corpus.ids) == len(texts)
+    for part in ("data", "indices", "indptr"):
+        assert np.array_equal(chunked.scores[part], whole.scores[part])
+    assert corpus.ids[3] == corpus.ids[2:4][1] and corpus.ids[10] == corpus.ids[11]
