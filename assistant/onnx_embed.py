@@ -132,10 +132,11 @@ class LocalEncoder:
         lengths = np.array([len(e.ids) for e in encodings])
         order = np.argsort(lengths, kind="stable")
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        sorted_lengths = lengths[order]
         batches = []
         start = 0
         while start < len(texts):
-            rows = order[start : start + self._rows_per_batch(int(lengths[order[start]]), batch_size)]
+            rows = order[start : start + self._rows_per_batch(sorted_lengths[start : start + batch_size])]
             start += len(rows)
             width = -(-int(lengths[rows].max()) // self.pad_multiple) * self.pad_multiple
             ids = np.zeros((len(rows), width), dtype=np.int64)
@@ -147,12 +148,13 @@ class LocalEncoder:
         self._run(batches, out)
         return out
 
-    def _rows_per_batch(self, shortest: int, batch_size: int) -> int:
-        """``batch_size``, or fewer where ``tokens_per_batch`` caps the batch (its shortest text's length
-        stands in for the width: lengths are sorted, so the rest are about as long)."""
+    def _rows_per_batch(self, next_lengths: np.ndarray) -> int:
+        """How many of the next texts (ascending lengths, at most a batch) form a batch: all, or as many
+        as fit in ``tokens_per_batch`` when padded to the longest of them."""
         if not self.tokens_per_batch:
-            return batch_size
-        return max(1, min(batch_size, self.tokens_per_batch // max(shortest, 1)))
+            return len(next_lengths)
+        padded = np.arange(1, len(next_lengths) + 1) * next_lengths  # a batch of n is n x its n-th length
+        return max(1, int(np.count_nonzero(padded <= self.tokens_per_batch)))
 
     def _run(self, batches: list[tuple[np.ndarray, np.ndarray, np.ndarray]], out: np.ndarray) -> None:
         """Fills ``out[rows]`` with the pooled vectors of each ``(rows, ids, mask)`` batch."""

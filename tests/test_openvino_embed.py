@@ -56,7 +56,7 @@ def test_batches_of_long_texts_stop_at_the_token_budget(fast, texts):
     run = model._run
 
     def spying(batches, out):
-        shapes.extend((len(rows), int(mask.sum(axis=1).min()), mask.shape[1]) for rows, _, mask in batches)
+        shapes.extend((len(rows), int(mask.sum(axis=1).max()), mask.shape[1]) for rows, _, mask in batches)
         run(batches, out)
 
     model._run = spying
@@ -65,9 +65,17 @@ def test_batches_of_long_texts_stop_at_the_token_budget(fast, texts):
     finally:
         del model._run
     assert fast.batch_size == 32 and sum(rows for rows, _, _ in shapes) == len(texts)
-    assert all(rows == 1 or rows * shortest <= budget for rows, shortest, _ in shapes)
+    assert all(rows == 1 or rows * longest <= budget for rows, longest, _ in shapes)
     assert max(rows for rows, _, _ in shapes) < fast.batch_size and all(width % 16 == 0 for *_, width in shapes)
     assert np.allclose(vectors[5], fast.encode(texts[5:6])[0], atol=2e-3)
+    # A short text first does not let a batch of long ones through: the longest in a batch sets its size.
+    shapes.clear()
+    model._run = spying
+    try:
+        fast.encode(["ValueError: x", *texts[:20]])
+    finally:
+        del model._run
+    assert all(rows == 1 or rows * longest <= budget for rows, longest, _ in shapes)
 
 
 def test_threads_can_share_one_openvino_embedder(fast, texts):
