@@ -51,7 +51,7 @@ class LocalEncoder:
     required_modules: tuple[str, ...] = ()  # imported first: a missing runtime is named before any work
     install_hint = ""
     pad_multiple = 1  # pad each batch's length up to a multiple of this (runtimes that compile per shape)
-    tokens_per_batch = 0  # when set, batches also stop at about this many tokens (0: batch_size alone)
+    tokens_per_batch = 0  # when set, a batch holds at most this many tokens (rows x longest) or one text
 
     def __init__(self, model_dir: Path, *, cache_dir: Path | None = None):
         try:
