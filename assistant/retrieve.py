@@ -553,12 +553,11 @@ def _positions_of(ids: np.ndarray, row_ids: Sequence[str]) -> np.ndarray:
     """For each of ``row_ids``, its position in ``ids`` (-1 where absent), by sorting: no dict of a
     million strings."""
     rows = np.array([r.encode("utf-8") for r in row_ids], dtype="S")
-    if not len(ids) or not len(rows):
-        return np.full(len(rows), -1, dtype=np.int64)
+    out = np.full(len(rows), -1, dtype=np.int64)
     order = np.argsort(ids, kind="stable")
-    ordered = np.asarray(ids)[order]
-    found = np.minimum(np.searchsorted(ordered, rows), len(ordered) - 1)
-    return np.where(ordered[found] == rows, order[found], -1).astype(np.int64)
+    present, where = _among(np.asarray(ids)[order], rows)
+    out[present] = order[where]
+    return out
 
 
 def _reciprocal_rank(values: np.ndarray) -> np.ndarray:

@@ -342,3 +342,12 @@ def test_a_large_knowledge_base_scores_candidates_and_ranks_as_scoring_everythin
         agree_five += len(set(hits) & set(expected)) / 5
     assert max(sizes) < 0.5 * len(assistant.records)  # a subset was scored
     assert agree_top / len(queries) >= 0.97 and agree_five / len(queries) >= 0.9
+
+
+def test_vector_rows_are_matched_to_record_positions_and_unknown_rows_ignored():
+    """The vector index may hold records the knowledge base no longer has: their rows map to -1."""
+    from assistant.retrieve import _positions_of
+
+    ids = np.array([b"c" * 16, b"a" * 16, b"b" * 16])
+    assert _positions_of(ids, ["b" * 16, "z" * 16, "c" * 16, "a" * 16]).tolist() == [2, -1, 0, 1]
+    assert _positions_of(ids, []).tolist() == [] and _positions_of(ids[:0], ["a" * 16]).tolist() == [-1]
