@@ -80,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, required=True, help="the .jsonl file to write (kept enriched records)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("-v", "--verbose", action="store_true")
+    _add_releases_flags(p)
 
     p = sub.add_parser("serve", help="serve the web chat (the same as python app.py)")
     p.add_argument("--host", help="interface to listen on (default 127.0.0.1; env ERRATA_HOST)")
@@ -107,6 +108,30 @@ def build_parser() -> argparse.ArgumentParser:
     for extend in _EXTENSIONS:
         extend(sub)
     return parser
+
+
+def _add_releases_flags(p: argparse.ArgumentParser) -> None:
+    """``ingest --package NAME --releases SPEC``: the flags of :mod:`assistant.releases`."""
+    p.add_argument(
+        "--releases",
+        metavar="SPEC",
+        help="download and read these releases of --package from the index: '>=0.23', '0.27.2,0.28.0' or 'last:N'",
+    )
+    p.add_argument(
+        "--releases-cache",
+        dest="releases_cache",
+        type=Path,
+        help="downloads and scans (default ~/.cache/errata/releases)",
+    )
+    p.add_argument("--tag-format", dest="tag_format", help="git tag of a release for links (default 'v{version}')")
+    p.add_argument(
+        "--pip-arg",
+        dest="pip_args",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra pip option, e.g. --no-index",
+    )
 
 
 # Other modules' subcommands register a parser builder here (see ``register_subcommand``).
@@ -208,6 +233,10 @@ def _refresh_kb(args: argparse.Namespace, settings: Settings) -> int:
 def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     from .ingest import ingest_to_file
 
+    if args.releases:
+        from .releases.cli import ingest_releases_command
+
+        return ingest_releases_command(args, settings)
     report = ingest_to_file(
         args.output,
         args.path,

@@ -90,12 +90,11 @@ def _names(old: Surface, new: Surface, module: str) -> list[ApiChange]:
     """Public names of ``module`` that the new release no longer binds at all (dropping a name from
     ``__all__`` alone breaks no import)."""
     bound = bound_names(new, module)
-    served = set(new["modules"][module].get("getattr") or ())  # a module __getattr__ that names it
-    has_getattr = new["modules"][module].get("getattr") is not None
+    served = set(new["modules"][module].get("getattr") or ())  # strings of a module with __getattr__
     added = sorted(public_names(new, module) - public_names(old, module))
     out: list[ApiChange] = []
     for name in sorted(public_names(old, module) - bound):
-        if name in served or (has_getattr and not served):
+        if name in served:
             continue
         entry = old["modules"][module]["names"].get(name, {})
         key = resolve(old, f"{module}.{name}")
@@ -240,5 +239,10 @@ def _parameters(old_fn, new_fn, subject: str, qualname: str, file: str, call: st
 
 
 def _similar(name: str, candidates: list[str]) -> str | None:
+    """The candidate most like ``name`` (``proxies`` -> ``proxy``), or the only one that contains it
+    (``send`` -> ``send_request``)."""
     found = difflib.get_close_matches(name, candidates, n=1, cutoff=_SIMILAR)
-    return found[0] if found else None
+    if found:
+        return found[0]
+    containing = [c for c in candidates if name.strip("_").lower() in c.lower()]
+    return containing[0] if len(containing) == 1 else None

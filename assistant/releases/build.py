@@ -14,8 +14,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigurationError
 from ..ingest import ENRICHED_TAG, read_records, write_records
 from ..records import Record, record_from_dict
+from ..settings import Settings
 from .apidiff import diff_surfaces
 from .changes import change_record
 from .download import default_cache, download_release
@@ -151,11 +153,34 @@ def ingest_releases(
     return records, report
 
 
-def ingest_releases_to_file(output: str | Path, package: str, spec: str, **options: Any) -> ReleasesReport:
-    """:func:`ingest_releases` into ``output``; records already enriched there (same id) are kept."""
+def ingest_releases_to_file(
+    output: str | Path,
+    package: str,
+    spec: str,
+    *,
+    enrich_with: Settings | None = None,
+    batch_size: int = 5,
+    **options: Any,
+) -> ReleasesReport:
+    """:func:`ingest_releases` into ``output``; records already enriched there (same id) are kept.
+
+    With ``enrich_with`` (settings naming a model) the rest are enriched as ``errata ingest --enrich`` does.
+    """
+    if enrich_with is not None and not enrich_with.model:
+        raise ConfigurationError("--enrich needs an LLM: pass --model NAME (litellm name) or set ERRATA_MODEL")
     records, report = ingest_releases(package, spec, **options)
     earlier = {r.id: r for r in read_records(output) if ENRICHED_TAG in r.tags}
     records = [earlier.get(r.id, r) for r in records]
     report.kept_enriched = sum(r.id in earlier for r in records)
     write_records(output, records)
+    if enrich_with is not None:
+        from ..enrich import enrich_records
+
+        enrich_records(
+            records,
+            enrich_with,
+            output=output,
+            batch_size=batch_size,
+            show_progress=options.get("show_progress", False),
+        )
     return report

@@ -1,8 +1,8 @@
 """One record per raise across releases: match each release's findings to the raises already seen,
 then write one record with the newest line and link, the releases it exists in and every wording.
 
-Matching survives moved lines (nothing here looks at line numbers), a function moved to another file,
-and a reworded message within the same function. A record's id is a hash of its identity at the first
+Matching survives moved lines (nothing here looks at line numbers), a function moved to another file
+or renamed, and a reworded message within the same function. A record's id is a hash of its identity at the first
 release it appears in, so the same SPEC gives the same ids on every run, and adding newer releases keeps
 them.
 """
@@ -58,14 +58,15 @@ def _keys(entry: dict[str, Any]) -> tuple[str, str, str, str, str]:
 
 
 def match_release(tracks: list[_Track], entries: list[dict[str, Any]], version: str, repo: str) -> None:
-    """Add one release's entries to ``tracks``: same raise first, then moved to another file, then
-    reworded in the same function; what is left starts a new track."""
+    """Add one release's entries to ``tracks``: same raise first, then moved to another file, then in a
+    renamed function, then reworded in the same function; what is left starts a new track."""
     free = [t for t in tracks]
     free.sort(key=lambda t: -len(t.seen))
     left = list(entries)
     passes = (
         lambda k: k,  # file, function, class, kind, message
         lambda k: (k[1], k[2], k[3], k[4]) if k[1] else None,  # moved to another file
+        lambda k: (k[0], k[2], k[3], k[4]),  # its function renamed
     )
     for key_of in passes:
         waiting: dict[Any, list[_Track]] = {}

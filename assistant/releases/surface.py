@@ -37,6 +37,9 @@ def read_surface(modules: Iterable[tuple[str, ast.Module]]) -> Surface:
         info: dict[str, Any] = {"file": rel, "names": {}, "all": None, "getattr": None, "stars": []}
         for node in _top_statements(tree.body):
             _bind(node, name, package, tops, info, out["defs"], rel)
+        if "__getattr__" in info["names"]:  # the names it may serve: lazy-import tables are module-level strings
+            strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+            info["getattr"] = sorted(strings)
         out["modules"][name] = info
     return out
 
@@ -57,10 +60,6 @@ def _bind(node: ast.stmt, module: str, package: str, tops: set[str], info: dict,
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         names[node.name] = {"kind": "function", "line": node.lineno}
         defs[f"{module}.{node.name}"] = {**function_info(node, method=False), "kind": "function", "file": rel}
-        if node.name == "__getattr__":
-            info["getattr"] = sorted(
-                {n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-            )
     elif isinstance(node, ast.ClassDef):
         names[node.name] = {"kind": "class", "line": node.lineno}
         defs[f"{module}.{node.name}"] = class_info(node, module, rel)
