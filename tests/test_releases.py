@@ -3,6 +3,7 @@ record per raise across releases, API-change records, and the real index for htt
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -179,3 +180,33 @@ def test_httpx_from_the_real_index(tmp_path, capsys):
     assert any('pip install "httpx<0.28.0"' in s for s in record.solutions)
     assert record.github_url.startswith("https://github.com/encode/httpx/blob/0.28.0/httpx/_client.py#L")
     assert sum("api-change" in r.tags for r in records) >= 4  # proxies and app on Client and AsyncClient
+
+
+def test_build_ecosystem_on_a_process_pool_resumes_from_the_cache(toy_index, tmp_path, capsys):
+    packages = tmp_path / "packages.txt"
+    packages.write_text("# name spec tag\ntoylib last:2 {version}\nnot-a-toy >=1\n", encoding="utf-8")
+    argv = ["kb", "build-ecosystem", "--packages", str(packages), "-o", str(tmp_path / "kb"), "--workers", "2"]
+    argv += ["--releases-cache", str(tmp_path / "cache"), "--pip-arg=--no-index", f"--pip-arg=--find-links={toy_index}"]
+    assert main([*argv, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    (toylib,) = report["packages"]
+    assert (toylib["releases"], toylib["first"], toylib["last"]) == (2, "1.1", "2.0")
+    assert report["failed"] and report["failed"][0].startswith("not-a-toy: cannot list the releases")
+    records = [found.record for found in scan_records(tmp_path / "kb" / "acme__toylib.jsonl", strict=True)]
+    assert len(records) == toylib["records"] and all(
+        r.github_url is None or "/blob/2.0/" in r.github_url or "/blob/1.1/" in r.github_url for r in records
+    )
+    scans = sorted((tmp_path / "cache" / "scans").iterdir())
+    assert len(scans) == 2
+    stamps = [p.stat().st_mtime_ns for p in scans]
+    assert main(argv) == 0  # the rerun scans nothing again
+    assert [p.stat().st_mtime_ns for p in sorted((tmp_path / "cache" / "scans").iterdir())] == stamps
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is not None, reason="ray is installed")
+def test_ray_without_ray_says_what_to_install(tmp_path, capsys):
+    packages = tmp_path / "packages.txt"
+    packages.write_text("toylib 1.0\n", encoding="utf-8")
+    argv = ["kb", "build-ecosystem", "--packages", str(packages), "-o", str(tmp_path / "kb"), "--ray", "auto"]
+    assert main(argv) == 2
+    assert "--ray needs the ray package: pip install 'errata[ray]'" in capsys.readouterr().err

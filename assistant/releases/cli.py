@@ -35,3 +35,21 @@ def ingest_releases_command(args: argparse.Namespace, settings: Settings) -> int
     )
     print(json.dumps(report.to_dict()) if args.json else f"{report.summary()} -> {args.output}")
     return 0
+
+
+def build_ecosystem_command(args: argparse.Namespace, settings: Settings) -> int:
+    """``errata kb build-ecosystem -o DIR [--packages FILE] [--workers N] [--ray ADDRESS]``."""
+    from .ecosystem import build_ecosystem, default_targets, read_targets
+
+    targets = read_targets(args.packages) if args.packages else default_targets()
+    report = build_ecosystem(
+        targets,
+        args.output,
+        cache=args.releases_cache,
+        pip_args=args.pip_args,
+        workers=args.workers,
+        ray_address=args.ray_address,
+        show_progress=sys.stderr.isatty(),
+    )
+    print(json.dumps(report.to_dict()) if args.json else f"{report.summary()} -> {args.output}")
+    return 1 if report.failed and not report.packages else 0
