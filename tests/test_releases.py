@@ -131,7 +131,7 @@ def test_removed_keyword_argument_record(toy_kb):
     assert record.solutions[0] == "Use 'proxy' instead (toylib 1.1 deprecation warning)"
     assert any('pip install "toylib<2.0"' in s for s in record.solutions)
     assert "toylib.Client(proxy=value)" in record.example_fix
-    assert record.github_url == "https://github.com/acme/toylib/blob/v2.0/toylib/_client.py#L13"
+    assert record.github_url == "https://github.com/acme/toylib/blob/v1.1/toylib/_client.py#L11"  # the parameter in 1.1
 
 
 def test_removed_module_name_and_method_records(toy_kb):
@@ -178,7 +178,7 @@ def test_httpx_from_the_real_index(tmp_path, capsys):
     assert by_pattern(records, "Client.__init__() got an unexpected keyword argument 'proxies'") == [record]
     assert "0.28.0" in record.documentation and "proxy" in record.documentation
     assert any('pip install "httpx<0.28.0"' in s for s in record.solutions)
-    assert record.github_url.startswith("https://github.com/encode/httpx/blob/0.28.0/httpx/_client.py#L")
+    assert record.github_url.startswith("https://github.com/encode/httpx/blob/0.27.2/httpx/_client.py#L")
     assert sum("api-change" in r.tags for r in records) >= 4  # proxies and app on Client and AsyncClient
 
 

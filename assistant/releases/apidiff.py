@@ -29,7 +29,7 @@ _SIMILAR = 0.6
 
 @dataclass
 class ApiChange:
-    """One removal and the error it causes; ``file``/``line`` say where the thing is (or was) defined."""
+    """One removal and the error it causes; ``file``/``line`` say where it was in the older release."""
 
     kind: str  # "module", "import", "attribute", "method", "parameter"
     error_class: str
@@ -39,7 +39,6 @@ class ApiChange:
     removed: str  # the module, name, method or parameter that went
     file: str
     line: int
-    in_new: bool  # file/line are in the newer release (a parameter's function is still there)
     call: str  # how the user hits it, for the trigger text
     added: list[str] = field(default_factory=list)  # names added at the same place in the same release
     similar: str | None = None  # an added (or still present) name that looks like its replacement
@@ -79,7 +78,6 @@ def _modules(old: Surface, new: Surface) -> list[ApiChange]:
                 module,
                 info["file"],
                 1,
-                False,
                 f"import {module}",
             )
         )
@@ -103,7 +101,7 @@ def _names(old: Surface, new: Surface, module: str) -> list[ApiChange]:
         similar = _similar(name, added)
         import_message = f"cannot import name '{name}' from '{module}'"
         attribute_message = f"module '{module}' has no attribute '{name}'"
-        common = {"subject": f"{module}.{name}", "removed": name, "file": file, "line": line, "in_new": False}
+        common = {"subject": f"{module}.{name}", "removed": name, "file": file, "line": line}
         out.append(
             ApiChange(
                 "import",
@@ -141,7 +139,7 @@ def _members(old: Surface, new: Surface) -> list[ApiChange]:
             continue  # the name itself went: reported by _names
         old_def, new_def = old["defs"][old_key], new["defs"][new_key]
         if old_def["kind"] == "function" and new_def["kind"] == "function":
-            out += _parameters(old_def, new_def, path, path.rsplit(".", 1)[-1], new_def["file"], f"{path}(")
+            out += _parameters(old_def, new_def, path, path.rsplit(".", 1)[-1], old_def["file"], f"{path}(")
             continue
         if old_def["kind"] != "class" or new_def["kind"] != "class":
             continue
@@ -158,8 +156,8 @@ def _members(old: Surface, new: Surface) -> list[ApiChange]:
             method = new_methods[name]
             qualname = f"{method['owner']}.{name}"
             call = f"{path}(" if name == "__init__" else f"{path}(...).{name}("
-            file = new["defs"].get(_owner_key(new, new_key, method["owner"]), new_def)["file"]
-            out += _parameters(old_methods[name], method, f"{path}.{name}", qualname, file, call)
+            old_file = old["defs"].get(_owner_key(old, old_key, old_methods[name]["owner"]), old_def)["file"]
+            out += _parameters(old_methods[name], method, f"{path}.{name}", qualname, old_file, call)
     return out
 
 
@@ -194,7 +192,6 @@ def _removed_methods(old_methods, new_methods, new_attrs, path, class_name, file
                 name,
                 file,
                 method["line"],
-                False,
                 f"{path}(...).{name}",
                 added,
                 _similar(name, added),
@@ -203,15 +200,18 @@ def _removed_methods(old_methods, new_methods, new_attrs, path, class_name, file
     return out
 
 
-def _parameters(old_fn, new_fn, subject: str, qualname: str, file: str, call: str) -> list[ApiChange]:
-    """Keyword parameters the old signature took and the new one rejects (no ``**kwargs`` to catch them)."""
+def _parameters(old_fn, new_fn, subject: str, qualname: str, old_file: str, call: str) -> list[ApiChange]:
+    """Keyword parameters the old signature took and the new one rejects (no ``**kwargs`` to catch them).
+
+    Each change points at the parameter's line in the old release: what went, and one line per record.
+    """
     if new_fn["varkw"]:
         return []
-    old_names = [n for n, kind in old_fn["params"] if kind != "pos"]
-    new_names = [n for n, _kind in new_fn["params"]]
-    added = [n for n in new_names if n not in {m for m, _k in old_fn["params"]}]
+    old_names = [(p[0], p[2]) for p in old_fn["params"] if p[1] != "pos"]
+    new_names = [p[0] for p in new_fn["params"]]
+    added = [n for n in new_names if n not in {p[0] for p in old_fn["params"]}]
     out = []
-    for name in old_names:
+    for name, line in old_names:
         if name in new_names:
             continue
         message = f"{qualname}() got an unexpected keyword argument '{name}'"
@@ -227,9 +227,8 @@ def _parameters(old_fn, new_fn, subject: str, qualname: str, file: str, call: st
                 pattern,
                 subject,
                 name,
-                file,
-                new_fn["line"],
-                True,
+                old_file,
+                line,
                 f"{call}{name}=...)",
                 added,
                 similar,

@@ -84,7 +84,7 @@ def change_record(
     if replacement_text:
         doc += f" {replacement_text}"
     doc += f" (Found by comparing the public API of {package} {old_version} and {new_version} with ast; not reviewed.)"
-    tag = tags_at[new_version if change.in_new else old_version]
+    tag = tags_at[old_version]  # where it last was
     path = prefix + change.file
     github_url = None
     if "/" in repo and not repo.startswith("local/"):

@@ -109,13 +109,13 @@ def _string_list(node: ast.expr) -> list[str] | None:
 
 
 def function_info(node: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> dict[str, Any]:
-    """Parameters as ``[name, kind]`` (kind ``pos``, ``arg`` or ``kwonly``), ``*args`` / ``**kwargs`` flags."""
+    """Parameters as ``[name, kind, line]`` (kind ``pos``, ``arg`` or ``kwonly``), ``*args`` / ``**kwargs`` flags."""
     args = node.args
     decorators = [ast.unparse(d).split("(")[0].rsplit(".", 1)[-1] for d in node.decorator_list]
-    params = [[a.arg, "pos"] for a in args.posonlyargs] + [[a.arg, "arg"] for a in args.args]
+    params = [[a.arg, "pos", a.lineno] for a in args.posonlyargs] + [[a.arg, "arg", a.lineno] for a in args.args]
     if method and "staticmethod" not in decorators and params:
         params = params[1:]  # self / cls
-    params += [[a.arg, "kwonly"] for a in args.kwonlyargs]
+    params += [[a.arg, "kwonly", a.lineno] for a in args.kwonlyargs]
     return {
         "line": node.lineno,
         "params": params,
