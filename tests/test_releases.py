@@ -13,6 +13,7 @@ import pytest
 from assistant.cli import main
 from assistant.records import scan_records
 from assistant.releases.archive import read_archive
+from assistant.releases.build import ingest_releases_to_file
 from assistant.releases.download import download_release
 from assistant.releases.scan import cached_scan
 from assistant.releases.versions import list_versions, select_versions
@@ -80,20 +81,21 @@ def f(x):
 
 @pytest.fixture(scope="module")
 def toy_kb(toy_index, tmp_path_factory):
-    """``errata ingest --package toylib --releases '>=1.0'`` run twice: the records and both reports."""
+    """``errata ingest --package toylib --releases '>=1.0'``, then the same again: records, both file texts
+    and the second run's report."""
     folder = tmp_path_factory.mktemp("toy-kb")
     out = folder / "toylib.jsonl"
-    argv = ["ingest", "--package", "toylib", "--releases", ">=1.0", "-o", str(out), "--json"]
+    argv = ["ingest", "--package", "toylib", "--releases", ">=1.0", "-o", str(out)]
     argv += ["--releases-cache", str(folder / "cache"), "--pip-arg=--no-index", f"--pip-arg=--find-links={toy_index}"]
-    reports = []
-    for _ in range(2):
-        assert main(argv) == 0
-        reports.append(out.read_text(encoding="utf-8"))
-    return [found.record for found in scan_records(out, strict=True)], reports
+    assert main(argv) == 0
+    first = out.read_text(encoding="utf-8")
+    again = ingest_releases_to_file(out, "toylib", ">=1.0", cache=folder / "cache", pip_args=pip_args(toy_index))
+    records = [found.record for found in scan_records(out, strict=True)]
+    return records, (first, out.read_text(encoding="utf-8")), again
 
 
 def test_one_record_per_raise_across_moved_lines_and_rewording(toy_kb):
-    records, _ = toy_kb
+    records, _, _ = toy_kb
     old = "ValueError: Invalid timeout -1: must be positive"
     new = "ValueError: Invalid timeout -1: it must be a positive number"
     (record,) = by_pattern(records, old)
@@ -111,7 +113,7 @@ def test_one_record_per_raise_across_moved_lines_and_rewording(toy_kb):
 
 
 def test_a_raise_that_went_says_when(toy_kb):
-    records, _ = toy_kb
+    records, _, _ = toy_kb
     (warning,) = by_pattern(records, "DeprecationWarning: The 'proxies' argument is deprecated. Use 'proxy' instead.")
     assert tuple(t for t in warning.tags if t.startswith("release-")) == ("release-first:1.0", "release-last:1.1")
     assert "Not found in 2.0 or later" in warning.documentation
@@ -119,7 +121,7 @@ def test_a_raise_that_went_says_when(toy_kb):
 
 
 def test_removed_keyword_argument_record(toy_kb):
-    records, _ = toy_kb
+    records, _, _ = toy_kb
     (record,) = by_pattern(records, "TypeError: Client.__init__() got an unexpected keyword argument 'proxies'")
     assert by_pattern(records, "Client.__init__() got an unexpected keyword argument 'proxies'") == [record]
     assert by_pattern(records, "__init__() got an unexpected keyword argument 'proxies'") == [record]  # Python 3.9
@@ -135,7 +137,7 @@ def test_removed_keyword_argument_record(toy_kb):
 
 
 def test_removed_module_name_and_method_records(toy_kb):
-    records, _ = toy_kb
+    records, _, _ = toy_kb
     cases = {
         "ModuleNotFoundError: No module named 'toylib.legacy'": "ModuleNotFoundError",
         "ImportError: cannot import name 'old_helper' from 'toylib' (/x/toylib/__init__.py)": "ImportError",
@@ -149,14 +151,18 @@ def test_removed_module_name_and_method_records(toy_kb):
     (method,) = by_pattern(records, "AttributeError: type object 'Client' has no attribute 'send'")
     assert "`send_request`, added in 2.0, probably takes its place." in method.documentation
     assert not by_pattern(records, "cannot import name 'AsyncClient' from 'toylib'")  # added, not removed
+    # The raise in send() is the same raise in send_request(): one record, at 2.0.
+    (raise_record,) = by_pattern(records, "NotImplementedError: Sending is not implemented by the base client")
+    assert "release-first:1.0" in raise_record.tags and "release-last:2.0" in raise_record.tags
+    assert "`Client.send_request`" in raise_record.documentation
 
 
-def test_ids_are_stable_and_the_rerun_reads_the_cache(toy_kb, tmp_path):
-    records, outputs = toy_kb
-    assert outputs[0] == outputs[1] or [json.loads(x)["record"]["id"] for x in outputs[0].splitlines()] == [
-        json.loads(x)["record"]["id"] for x in outputs[1].splitlines()
-    ]
+def test_a_rerun_reads_the_cache_and_writes_the_same_records(toy_kb):
+    records, (first, second), again = toy_kb
+    assert [r["cached"] for r in again.releases] == [True, True, True]
+    assert first == second  # same ids, same text
     assert len({r.id for r in records}) == len(records) and len({r.slug for r in records}) == len(records)
+    assert (again.records, again.raise_records, again.api_change_records) == (len(records), 4, 5)
 
 
 def test_cli_refuses_a_path_with_releases(tmp_path, capsys):

@@ -82,7 +82,8 @@ def records_from_scans(scans: Sequence[Scan], package: str) -> tuple[list[dict[s
     """Merged raise records, then one record per API change between consecutive releases."""
     records = merge_scans(scans)
     raises = len(records)
-    analyzed_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    # When the newest release was read: the same on every run that reuses the cached scans.
+    analyzed_at = scans[-1].get("analyzedAt") or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     tags_at = {scan["version"]: scan["tag"] for scan in scans}
     warnings: list[tuple[str, dict[str, Any], str]] = []
     seen_ids = {r["id"] for r in records}

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packaging.version import Version
+
 from ..errors import ConfigurationError
 from ..ingest import write_records
 from ..records import record_from_dict
@@ -140,7 +142,7 @@ def build_ecosystem(
         found = scans[target.package]
         if not found:
             continue
-        ordered = [found[v] for v in sorted(found, key=_version_key)]
+        ordered = [found[v] for v in sorted(found, key=Version)]
         dicts, raises = records_from_scans(ordered, target.package)
         records = [record_from_dict(d) for d in dicts]
         repo = ordered[-1]["repo"]
@@ -161,12 +163,6 @@ def build_ecosystem(
         )
     report.seconds = time.perf_counter() - started
     return report
-
-
-def _version_key(version: str):
-    from packaging.version import Version
-
-    return Version(version)
 
 
 def _run(tasks, cache: str, pip_args: list[str], workers: int | None, ray_address: str | None):

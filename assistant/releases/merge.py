@@ -60,8 +60,7 @@ def _keys(entry: dict[str, Any]) -> tuple[str, str, str, str, str]:
 def match_release(tracks: list[_Track], entries: list[dict[str, Any]], version: str, repo: str) -> None:
     """Add one release's entries to ``tracks``: same raise first, then moved to another file, then in a
     renamed function, then reworded in the same function; what is left starts a new track."""
-    free = [t for t in tracks]
-    free.sort(key=lambda t: -len(t.seen))
+    free = sorted(tracks, key=lambda t: -len(t.seen))  # raises seen longest first
     left = list(entries)
     passes = (
         lambda k: k,  # file, function, class, kind, message

@@ -8,6 +8,7 @@ beside the record, which the merge across releases needs and the record schema h
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import os
 import tempfile
@@ -58,6 +59,7 @@ def scan_archive(
         "tag": tag,
         "prefix": archive.prefix,
         "archive": Path(path).name,
+        "analyzedAt": analyzed_at,
         "entries": entries,
         "surface": read_surface((rel, tree) for rel, _source, tree in modules),
         "report": {
@@ -91,14 +93,11 @@ def cached_scan(path: Path, cache: Path, repo: str | None = None, tag_format: st
 
 
 def file_hash_text(text: str) -> str:
-    import hashlib
-
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 def _main_package(archive: ReleaseArchive) -> str | None:
-    """The top-level package named like the distribution (``python-dateutil`` -> ``dateutil`` fails; then
-    the first one)."""
+    """The top-level package named like the distribution, else the first one (its name goes into tags)."""
     wanted = archive.name.lower().replace("-", "_")
     return next(
         (t for t in archive.top_level if t.lower() == wanted), archive.top_level[0] if archive.top_level else None
