@@ -130,3 +130,13 @@ def test_combined_patterns_match_every_wording():
     assert combine_patterns(["Only one", "Only one"]) == "Only one"
     two = combine_patterns([r"Invalid port (.+?); expected a number", r"Invalid port (.+?): expected a number"])
     assert two == r"Invalid port (?:(.+?);|(.+?):) expected a number"
+
+
+def test_a_plain_modules_imports_are_not_its_api():
+    old = {
+        "pkg/__init__.py": "from ._compat import WIN\n",
+        "pkg/termui.py": "from ._compat import WIN\n\ndef echo():\n    pass\n",
+        "pkg/_compat.py": "WIN = False\n",
+    }
+    new = {**old, "pkg/__init__.py": "", "pkg/termui.py": "def echo():\n    pass\n"}
+    assert messages(old, new) == {"cannot import name 'WIN' from 'pkg'", "module 'pkg' has no attribute 'WIN'"}

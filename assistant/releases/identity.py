@@ -12,9 +12,10 @@ import difflib
 import hashlib
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..records import Record
+if TYPE_CHECKING:  # records.py may import this module: no import of it at run time
+    from ..records import Record
 
 _PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}")
 _REPO_PATH_PREFIXES = ("src/",)

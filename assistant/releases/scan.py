@@ -24,7 +24,7 @@ from .archive import ReleaseArchive, file_hash, read_archive
 from .surface import read_surface
 
 # Bump when what a scan finds changes, so cached scans are made again.
-SCAN_VERSION = 2
+SCAN_VERSION = 3
 DEFAULT_TAG_FORMAT = "v{version}"
 
 Scan = dict[str, Any]

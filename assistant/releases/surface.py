@@ -2,8 +2,8 @@
 
 The result is plain JSON (cached with the release's scan) and is what :mod:`.apidiff` compares. Public
 means what a user can reach without a leading underscore: a module path with no ``_`` part, a name in
-``__all__`` (or, without one, any name not starting with ``_`` that the module defines or imports from
-its own package), the methods of public classes (``__init__`` included), inherited ones too.
+``__all__`` (or, without one, any name not starting with ``_`` that the module defines, or a package
+imports from itself), the methods of public classes (``__init__`` included), inherited ones too.
 """
 
 from __future__ import annotations
@@ -186,14 +186,17 @@ def bound_names(surface: Surface, module: str) -> set[str]:
 
 
 def public_names(surface: Surface, module: str) -> set[str]:
-    """What a module offers users: its ``__all__``, else its public definitions and in-package imports."""
+    """What a module offers users: its ``__all__``, else its public definitions, and for a package
+    (``__init__.py``) what it imports from its own package too; a plain module's imports are its own
+    business (``from ._compat import WIN`` in ``click/termui.py`` is no API)."""
     info = surface["modules"][module]
     if info["all"] is not None:
         return set(info["all"])
+    package = info["file"].endswith("__init__.py")
     return {
         name
         for name, entry in info["names"].items()
-        if not name.startswith("_") and (entry["kind"] != "import" or entry.get("internal"))
+        if not name.startswith("_") and (entry["kind"] != "import" or (package and entry.get("internal")))
     }
 
 
