@@ -80,6 +80,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, required=True, help="the .jsonl file to write (kept enriched records)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("-v", "--verbose", action="store_true")
+    _add_releases_flags(p)
+
+    p = sub.add_parser("kb", help="knowledge-base builds")
+    kb_sub = p.add_subparsers(dest="kb_command", required=True, metavar="ACTION")
+    e = kb_sub.add_parser("build-ecosystem", help="ingest many packages over their recent releases, a file each")
+    e.add_argument("--packages", type=Path, help="file of 'NAME SPEC [TAG_FORMAT]' lines (default: a built-in list)")
+    e.add_argument("-o", "--output", type=Path, required=True, help="folder for the <owner>__<name>.jsonl files")
+    e.add_argument("--workers", type=int, help="processes for the (package, release) tasks (default: CPU count)")
+    e.add_argument("--ray", dest="ray_address", metavar="ADDRESS", help="run the tasks on a Ray cluster ('auto')")
+    e.add_argument("--json", action="store_true", help="print the report as JSON")
+    e.add_argument("-v", "--verbose", action="store_true")
+    _add_releases_flags(e, ingest=False)
 
     p = sub.add_parser("serve", help="serve the web chat (the same as python app.py)")
     p.add_argument("--host", help="interface to listen on (default 127.0.0.1; env ERRATA_HOST)")
@@ -107,6 +119,31 @@ def build_parser() -> argparse.ArgumentParser:
     for extend in _EXTENSIONS:
         extend(sub)
     return parser
+
+
+def _add_releases_flags(p: argparse.ArgumentParser, ingest: bool = True) -> None:
+    """``ingest --package NAME --releases SPEC`` and ``kb build-ecosystem``: the flags of :mod:`assistant.releases`."""
+    if ingest:
+        p.add_argument(
+            "--releases",
+            metavar="SPEC",
+            help="download and read these releases of --package from the index: '>=0.23', '0.27.2,0.28.0' or 'last:N'",
+        )
+        p.add_argument("--tag-format", dest="tag_format", help="git tag of a release for links (default 'v{version}')")
+    p.add_argument(
+        "--releases-cache",
+        dest="releases_cache",
+        type=Path,
+        help="downloads and scans (default ~/.cache/errata/releases)",
+    )
+    p.add_argument(
+        "--pip-arg",
+        dest="pip_args",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra pip option, e.g. --no-index",
+    )
 
 
 # Other modules' subcommands register a parser builder here (see ``register_subcommand``).
@@ -211,6 +248,10 @@ def _refresh_kb(args: argparse.Namespace, settings: Settings) -> int:
 def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     from ..ingest import ingest_to_file
 
+    if args.releases:
+        from ..releases.cli import ingest_releases_command
+
+        return ingest_releases_command(args, settings)
     report = ingest_to_file(
         args.output,
         args.path,
@@ -224,6 +265,13 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     )
     print(json.dumps(report.to_dict()) if args.json else f"{report.summary()} -> {args.output}")
     return 0
+
+
+@command("kb")
+def _kb(args: argparse.Namespace, settings: Settings) -> int:
+    from ..releases.cli import build_ecosystem_command
+
+    return build_ecosystem_command(args, settings)
 
 
 @command("serve")

@@ -1,0 +1,205 @@
+"""One record per raise across releases: match each release's findings to the raises already seen,
+then write one record with the newest line and link, the releases it exists in and every wording.
+
+Matching survives moved lines (nothing here looks at line numbers), a function moved to another file
+or renamed, and a reworded message within the same function. A record's id is a hash of its identity at the first
+release it appears in, so the same SPEC gives the same ids on every run, and adding newer releases keeps
+them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .identity import identity_id, message_template, module_path, similarity
+from .scan import Scan
+
+RELEASE_FIRST = "release-first:"
+RELEASE_LAST = "release-last:"
+_REWORDED = 0.5  # two messages of one function and class at least this alike are one raise reworded
+_MARKER = "(Extracted from the source code; not reviewed.)"
+
+
+def release_tags(first: str, last: str) -> list[str]:
+    """Tags naming the first and last release read that raise it (records keep no other release field)."""
+    return [f"{RELEASE_FIRST}{first}", f"{RELEASE_LAST}{last}"]
+
+
+def releases_of(tags: Sequence[str]) -> tuple[str | None, str | None]:
+    """(first, last) release from a record's tags, None where absent."""
+    first = next((t[len(RELEASE_FIRST) :] for t in tags if t.startswith(RELEASE_FIRST)), None)
+    last = next((t[len(RELEASE_LAST) :] for t in tags if t.startswith(RELEASE_LAST)), None)
+    return first, last
+
+
+@dataclass
+class _Track:
+    """One raise followed through the releases: its entry in each release that has it."""
+
+    identity: str
+    seen: dict[str, dict[str, Any]] = field(default_factory=dict)
+    last_entry: dict[str, Any] = field(default_factory=dict)
+
+
+def _keys(entry: dict[str, Any]) -> tuple[str, str, str, str, str]:
+    record = entry["record"]
+    return (
+        module_path(record["filePath"]),
+        entry["qualname"],
+        record["errorClass"],
+        record["errorType"],
+        message_template(record["errorMessage"]),
+    )
+
+
+def match_release(tracks: list[_Track], entries: list[dict[str, Any]], version: str, repo: str) -> None:
+    """Add one release's entries to ``tracks``: same raise first, then moved to another file, then in a
+    renamed function, then reworded in the same function; what is left starts a new track."""
+    free = sorted(tracks, key=lambda t: -len(t.seen))  # raises seen longest first
+    left = list(entries)
+    passes = (
+        lambda k: k,  # file, function, class, kind, message
+        lambda k: (k[1], k[2], k[3], k[4]) if k[1] else None,  # moved to another file
+        lambda k: (k[0], k[2], k[3], k[4]),  # its function renamed
+    )
+    for key_of in passes:
+        waiting: dict[Any, list[_Track]] = {}
+        for track in free:
+            key = key_of(_keys(track.last_entry))
+            if key is not None:
+                waiting.setdefault(key, []).append(track)
+        still = []
+        for entry in left:
+            key = key_of(_keys(entry))
+            candidates = waiting.get(key) if key is not None else None
+            if candidates:
+                track = candidates.pop(0)
+                _see(track, version, entry)
+                free.remove(track)
+            else:
+                still.append(entry)
+        left = still
+    pairs = []
+    for entry in left:
+        file, qualname, error_class, kind, template = _keys(entry)
+        for track in free:
+            t_file, t_qualname, t_class, t_kind, t_template = _keys(track.last_entry)
+            if (file, qualname, error_class, kind) == (t_file, t_qualname, t_class, t_kind):
+                score = similarity(template, t_template)
+                if score >= _REWORDED:
+                    pairs.append((score, id(entry), entry, track))
+    used: set[int] = set()
+    for _score, entry_id, entry, track in sorted(pairs, key=lambda p: -p[0]):
+        if entry_id in used or track not in free:
+            continue
+        used.add(entry_id)
+        free.remove(track)
+        _see(track, version, entry)
+    known = Counter(t.identity for t in tracks)
+    for entry in left:
+        if id(entry) in used:
+            continue
+        identity = repo.lower() + "|" + "|".join(_keys(entry))
+        known[identity] += 1
+        if known[identity] > 1:
+            identity += f"#{known[identity]}"  # the same message twice in one function
+        track = _Track(identity)
+        _see(track, version, entry)
+        tracks.append(track)
+
+
+def _see(track: _Track, version: str, entry: dict[str, Any]) -> None:
+    track.seen[version] = entry
+    track.last_entry = entry
+
+
+def merge_scans(scans: Sequence[Scan]) -> list[dict[str, Any]]:
+    """One record dict per raise found in any of ``scans`` (given oldest release first)."""
+    tracks: list[_Track] = []
+    versions = [scan["version"] for scan in scans]
+    for scan in scans:
+        match_release(tracks, scan["entries"], scan["version"], scan["repo"])
+    records = [merged_record(track, versions, scans[-1]["name"]) for track in tracks]
+    slugs: Counter[str] = Counter()
+    for record in records:
+        slugs[record["slug"]] += 1
+        if slugs[record["slug"]] > 1:
+            record["slug"] = f"{record['slug']}-{slugs[record['slug']]}"
+    return records
+
+
+def merged_record(track: _Track, versions: Sequence[str], package: str) -> dict[str, Any]:
+    """The newest entry's record, with the track's id, every wording's pattern, and its releases."""
+    seen = [v for v in versions if v in track.seen]
+    newest = dict(track.seen[seen[-1]]["record"])
+    wordings: dict[str, list[str]] = {}
+    patterns: dict[str, None] = {}
+    for version in reversed(seen):
+        record = track.seen[version]["record"]
+        wordings.setdefault(record["errorMessage"], []).append(version)
+        patterns.setdefault(record["messagePattern"], None)
+    text = f"Present in {package} {span(seen, versions)} ({len(seen)} of {len(versions)} releases read)."
+    if seen[-1] != versions[-1]:
+        after = versions[versions.index(seen[-1]) + 1]
+        text += f" Not found in {after} or later: removed or reworded beyond recognition there."
+    earlier = list(wordings.items())[1:]
+    if earlier:
+        text += " Earlier wording: " + "; ".join(
+            f'"{w}" ({span(sorted_as(v, versions), versions)})' for w, v in earlier
+        )
+        text += "."
+    if newest.get("githubUrl"):
+        text += f" The link points at tag `{newest['analyzedSha']}` (a tag name guessed from the version)."
+    documentation = newest["documentation"]
+    if documentation.endswith(_MARKER):
+        documentation = f"{documentation[: -len(_MARKER)]}{text} {_MARKER}"
+    else:
+        documentation = f"{documentation} {text}"
+    newest.update(
+        id=identity_id(track.identity),
+        messagePattern=combine_patterns(list(patterns)),
+        documentation=documentation,
+        tags=list(dict.fromkeys([*newest["tags"], *release_tags(seen[0], seen[-1])])),
+    )
+    return newest
+
+
+def sorted_as(items: Sequence[str], order: Sequence[str]) -> list[str]:
+    return sorted(items, key=order.index)
+
+
+def span(seen: Sequence[str], versions: Sequence[str]) -> str:
+    """``0.23.0–0.25.2, 0.28.0``: runs of consecutive releases (in the order read) that have it."""
+    runs: list[list[str]] = []
+    for version in seen:
+        if runs and versions.index(version) == versions.index(runs[-1][-1]) + 1:
+            runs[-1].append(version)
+        else:
+            runs.append([version])
+    return ", ".join(run[0] if len(run) == 1 else f"{run[0]}–{run[-1]}" for run in runs)
+
+
+def combine_patterns(patterns: Sequence[str]) -> str:
+    """One pattern matching what each of ``patterns`` matches: the shared start and end (cut at a literal
+    space, so whole words stay outside) around an alternation of the differing middles."""
+    unique = list(dict.fromkeys(p for p in patterns if p))
+    if len(unique) <= 1:
+        return unique[0] if unique else ""
+    prefix = os.path.commonprefix(unique)
+    cut = prefix.rfind(" ") + 1 if prefix.rfind(" ") > 0 and prefix[prefix.rfind(" ") - 1] != "\\" else 0
+    rests = [p[cut:] for p in unique]
+    suffix = os.path.commonprefix([r[::-1] for r in rests])[::-1]
+    space = suffix.find(" ")
+    end = len(suffix) - space if space >= 0 else 0
+    middles = [r[: len(r) - end] if end else r for r in rests]
+    combined = unique[0][:cut] + "(?:" + "|".join(middles) + ")" + (rests[0][len(rests[0]) - end :] if end else "")
+    try:
+        re.compile(combined)
+    except re.error:
+        return "|".join(f"(?:{p})" for p in unique)
+    return combined

@@ -1,0 +1,143 @@
+"""One release read once: its raise/warn/log findings as records and its public API, cached as JSON.
+
+The cache file is named by the archive's SHA-256 (and :data:`SCAN_VERSION`), so an unchanged archive is
+never read twice and a changed extractor reads everything again. Findings keep the enclosing function
+beside the record, which the merge across releases needs and the record schema has no field for.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..ingest.extract import Helpers, find_in_source, message_helpers
+from ..ingest.raises import Origin, make_record
+from .archive import ReleaseArchive, file_hash, read_archive
+from .surface import read_surface
+
+# Bump when what a scan finds changes, so cached scans are made again.
+SCAN_VERSION = 3
+DEFAULT_TAG_FORMAT = "v{version}"
+
+Scan = dict[str, Any]
+
+
+def release_tag(version: str, tag_format: str = DEFAULT_TAG_FORMAT) -> str:
+    """The git tag a release is *guessed* to have: ``v{version}`` by default (some projects, httpx among
+    them, tag bare ``{version}``; pass ``tag_format``). Nothing checks that the tag exists."""
+    return tag_format.format(version=version)
+
+
+def scan_archive(
+    path: Path, repo: str | None = None, tag_format: str = DEFAULT_TAG_FORMAT, analyzed_at: str | None = None
+) -> Scan:
+    """Read one archive: ``{"name", "version", "repo", "tag", "entries": [{"record", "qualname"}], "surface",
+    "report"}``. ``repo`` overrides the repository the metadata names."""
+    started = time.perf_counter()
+    archive = read_archive(path)
+    repo = repo or archive.repo or f"local/{archive.name}"
+    tag = release_tag(archive.version, tag_format)
+    analyzed_at = analyzed_at or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    modules, unparsable = _parse(archive)
+    entries, skipped = _findings(
+        archive, modules, Origin(repo=repo, sha=tag, package=_main_package(archive)), analyzed_at
+    )
+    return {
+        "scanVersion": SCAN_VERSION,
+        "name": archive.name,
+        "version": archive.version,
+        "repo": repo,
+        "repoFromMetadata": archive.repo is not None,
+        "tag": tag,
+        "prefix": archive.prefix,
+        "archive": Path(path).name,
+        "analyzedAt": analyzed_at,
+        "entries": entries,
+        "surface": read_surface((rel, tree) for rel, _source, tree in modules),
+        "report": {
+            "files": len(archive.sources),
+            "records": len(entries),
+            "skipped": dict(skipped),
+            "unparsable_files": unparsable,
+            "seconds": round(time.perf_counter() - started, 3),
+        },
+    }
+
+
+def cached_scan(path: Path, cache: Path, repo: str | None = None, tag_format: str = DEFAULT_TAG_FORMAT) -> Scan:
+    """:func:`scan_archive`, kept in ``cache/scans/<sha256>.json`` and read from there next time."""
+    key = f"{file_hash(path)}-v{SCAN_VERSION}"
+    if repo or tag_format != DEFAULT_TAG_FORMAT:
+        key += "-" + file_hash_text(f"{repo}\n{tag_format}")
+    target = Path(cache).expanduser() / "scans" / f"{key}.json"
+    if target.exists():
+        try:
+            return {**json.loads(target.read_text(encoding="utf-8")), "fromCache": True}
+        except ValueError:
+            pass  # a damaged cache file is made again
+    scan = scan_archive(path, repo=repo, tag_format=tag_format)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        json.dump(scan, out, ensure_ascii=False)
+    os.replace(tmp, target)
+    return {**scan, "fromCache": False}
+
+
+def file_hash_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def _main_package(archive: ReleaseArchive) -> str | None:
+    """The top-level package named like the distribution, else the first one (its name goes into tags)."""
+    wanted = archive.name.lower().replace("-", "_")
+    return next(
+        (t for t in archive.top_level if t.lower() == wanted), archive.top_level[0] if archive.top_level else None
+    )
+
+
+def _parse(archive: ReleaseArchive) -> tuple[list[tuple[str, str, ast.Module]], list[str]]:
+    modules, unparsable = [], []
+    for rel in sorted(archive.sources):
+        try:
+            modules.append((rel, archive.sources[rel], ast.parse(archive.sources[rel])))
+        except (SyntaxError, ValueError, RecursionError):
+            unparsable.append(rel)
+    return modules, unparsable
+
+
+def _findings(
+    archive: ReleaseArchive, modules: list[tuple[str, str, ast.Module]], origin: Origin, analyzed_at: str
+) -> tuple[list[dict[str, Any]], Counter[str]]:
+    """What ``errata ingest`` finds in these modules (the same extractor and record builder), with each
+    finding's enclosing function kept beside its record."""
+    helpers: Helpers = {}
+    ambiguous: set[str] = set()
+    for _rel, _source, tree in modules:
+        for name, helper in message_helpers(tree).items():
+            if name in helpers and helpers[name] != helper:
+                ambiguous.add(name)
+            helpers[name] = helper
+    for name in ambiguous:
+        del helpers[name]
+    entries: list[dict[str, Any]] = []
+    skipped: Counter[str] = Counter()
+    for rel, source, tree in modules:
+        try:
+            findings, why = find_in_source(tree, helpers)
+        except RecursionError:
+            continue
+        skipped.update(why)
+        lines = source.splitlines()
+        for finding in findings:
+            record = make_record(finding, archive.prefix + rel, lines, origin, analyzed_at)
+            entries.append({"record": record, "qualname": finding.qualname})
+    return entries, skipped

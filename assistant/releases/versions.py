@@ -1,0 +1,77 @@
+"""Which releases a ``--releases`` SPEC names: ``">=0.23"``, ``"0.27.2,0.28.0"`` or ``"last:N"``.
+
+Pinned lists need no listing; the others ask pip (``pip index versions``) what the index offers, so the
+same index options (``--no-index --find-links DIR``) that download a release also list them.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from ..errors import ConfigurationError
+
+_LAST_RE = re.compile(r"^last:(\d+)$")
+
+
+def pinned_versions(spec: str) -> list[str] | None:
+    """The versions of a comma list of exact versions (``"0.27.2,0.28.0"``), oldest first; else None."""
+    items = [item.strip().removeprefix("==") for item in spec.split(",") if item.strip()]
+    try:
+        versions = [Version(item) for item in items]
+    except InvalidVersion:
+        return None
+    return [str(v) for v in sorted(set(versions))] if versions else None
+
+
+def list_versions(name: str, pip_args: Sequence[str] = (), pre: bool = False) -> list[str]:
+    """Every version the index offers for ``name``, oldest first (``pip index versions``)."""
+    command = [sys.executable, "-m", "pip", "index", "versions", name, *pip_args, *(["--pre"] if pre else [])]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    found = re.search(r"^Available versions:\s*(.+)$", result.stdout, re.MULTILINE)
+    if result.returncode != 0 or not found:
+        why = (result.stderr or result.stdout).strip().splitlines()
+        raise ConfigurationError(f"cannot list the releases of {name!r}: {why[-1] if why else 'pip found none'}")
+    versions = []
+    for item in found.group(1).split(","):
+        try:
+            versions.append(Version(item.strip()))
+        except InvalidVersion:
+            continue
+    return [str(v) for v in sorted(versions)]
+
+
+def select_versions(spec: str, available: Sequence[str]) -> list[str]:
+    """The versions of ``available`` that ``spec`` names, oldest first (pre-releases only when asked for)."""
+    versions = sorted(Version(v) for v in available)
+    last = _LAST_RE.match(spec.strip())
+    if last:
+        final = [v for v in versions if not v.is_prerelease]
+        return [str(v) for v in final[-int(last.group(1)) :]] if int(last.group(1)) else []
+    pinned = pinned_versions(spec)
+    if pinned is not None:
+        return pinned
+    try:
+        specifier = SpecifierSet(spec)
+    except InvalidSpecifier:
+        raise ConfigurationError(
+            f"--releases {spec!r} is not a version specifier ('>=0.23'), a comma list ('0.27.2,0.28.0') or 'last:N'"
+        ) from None
+    return [str(v) for v in specifier.filter(versions)]
+
+
+def resolve_versions(name: str, spec: str, pip_args: Sequence[str] = ()) -> list[str]:
+    """The releases of ``name`` that ``spec`` names, oldest first; asks the index only when it must."""
+    pinned = pinned_versions(spec)
+    if pinned is not None:
+        return pinned
+    wants_pre = bool(re.search(r"\d(?:a|b|rc|dev)\d*", spec))
+    chosen = select_versions(spec, list_versions(name, pip_args, pre=wants_pre))
+    if not chosen:
+        raise ConfigurationError(f"no release of {name!r} matches --releases {spec!r}")
+    return chosen
