@@ -1,7 +1,12 @@
-"""Measuring retrieval on a query set: Hit@1, Hit@5 and MRR@10 per style, abstention and latency.
+"""Measuring retrieval on a query set: Hit@1, Hit@5 and MRR@10 per style, abstention, outcomes and latency.
 
 A query set is JSONL, one ``{"id", "query", "style", "relevant"}`` per line (``relevant`` lists the
-record ids that answer the query and is empty when none does). ``errata eval FILE`` prints the report.
+record ids that answer the query and is empty when none does; an optional ``kind`` groups the outcomes,
+as in the real-world set). ``errata eval FILE`` prints the report.
+
+Outcomes are what a user sees: *right* (confident, and the first record answers), *abstained* ("no
+confident match"), *wrong* (confident with a first record that does not answer; for a query no record
+answers, any confident answer), counted for covered and uncovered queries apart.
 """
 
 from __future__ import annotations
@@ -30,6 +35,10 @@ class EvalQuery:
     query: str
     style: str
     relevant: tuple[str, ...]
+    kind: str | None = None
+
+
+OUTCOMES = ("right", "abstained", "wrong")
 
 
 @dataclass
@@ -42,9 +51,12 @@ class EvalReport:
     false_abstention: float
     latency_ms: dict[str, float]
     missed: list[dict[str, Any]] = field(default_factory=list)
+    # {"covered"|"uncovered"|"all"|"kind:<kind>": {"n", "right", "abstained", "wrong"}} (shares of n)
+    outcomes: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "outcomes": self.outcomes,
             "styles": self.styles,
             "abstention": {
                 "negatives": self.negatives,
@@ -63,6 +75,11 @@ class EvalReport:
         lines.append(f"no-answer queries: {self.negatives}, abstained on {self.abstained:.1%}")
         lines.append(f"answerable queries wrongly abstained on: {self.false_abstention:.1%}")
         lines.append(f"retrieval latency: p50 {self.latency_ms['p50']:.1f} ms, p95 {self.latency_ms['p95']:.1f} ms")
+        lines.append("")
+        lines.append(f"{'outcome':<22} {'n':>5} {'right':>7} {'abstain':>7} {'wrong':>7}")
+        for group, row in self.outcomes.items():
+            shares = " ".join(f"{row[o]:>7.1%}" for o in OUTCOMES)
+            lines.append(f"{group:<22} {row['n']:>5} {shares}")
         return "\n".join(lines)
 
 
@@ -88,6 +105,7 @@ def load_eval_set(path: str | Path) -> list[EvalQuery]:
                     row["query"],
                     str(row.get("style", "question")),
                     tuple(map(str, relevant)),
+                    str(row["kind"]) if row.get("kind") else None,
                 )
             )
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
@@ -105,11 +123,17 @@ def evaluate(assistant, queries: Sequence[EvalQuery], *, depth: int = 10) -> Eva
     latencies: list[float] = []
     negatives = abstained = answerable = wrongly_abstained = 0
     missed: list[dict[str, Any]] = []
+    outcomes: dict[str, list[str]] = {}
     for q in queries:
         start = time.perf_counter()
         query = assistant.parse(q.query)
         retrieval = assistant.retriever.retrieve(query, depth)
         latencies.append((time.perf_counter() - start) * 1000)
+        top = retrieval.hits[0].record.id if retrieval.hits else None
+        outcome = "abstained" if not retrieval.confident else ("right" if top in q.relevant else "wrong")
+        groups = ["all", "covered" if q.relevant else "uncovered"] + ([f"kind:{q.kind}"] if q.kind else [])
+        for group in groups:
+            outcomes.setdefault(group, []).append(outcome)
         if not q.relevant:
             negatives += 1
             abstained += not retrieval.confident
@@ -135,7 +159,12 @@ def evaluate(assistant, queries: Sequence[EvalQuery], *, depth: int = 10) -> Eva
             "p95": float(np.percentile(latencies, 95)) if latencies else 0.0,
         },
         missed=missed,
+        outcomes={group: _shares(found) for group, found in outcomes.items()},
     )
+
+
+def _shares(found: list[str]) -> dict[str, float]:
+    return {"n": len(found), **{o: found.count(o) / len(found) for o in OUTCOMES}}
 
 
 def _metrics(ranks: list[int | None]) -> dict[str, float]:

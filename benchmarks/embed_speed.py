@@ -28,9 +28,9 @@ import numpy as np
 from assistant import load_records
 from assistant.embedding.embedder import Embedder, record_text
 from assistant.query import parse_query
-from assistant.settings import BUNDLED_KB_DIR, DEFAULT_EMBEDDER
+from assistant.settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR, DEFAULT_EMBEDDER
 
-DEV_SET = Path(__file__).resolve().parents[2] / "shared" / "kb" / "eval" / "dev.jsonl"
+DEV_SET = BUNDLED_EVAL_DIR / "dev.jsonl"  # copied from ../shared/kb/eval by errata refresh-kb
 
 
 def search_text(text: str) -> str:

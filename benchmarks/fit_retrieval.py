@@ -28,8 +28,9 @@ from assistant import Assistant, Settings  # noqa: E402
 from assistant.retrieval.confidence import CONFIDENCE_FEATURES, confidence_features  # noqa: E402
 from assistant.retrieval.features import Scored  # noqa: E402
 from assistant.retrieval.weights import FittedWeights, save_weights  # noqa: E402
+from assistant.settings import BUNDLED_EVAL_DIR  # noqa: E402
 
-DEV = Path(__file__).resolve().parents[2] / "shared" / "kb" / "eval" / "dev.jsonl"
+DEV = BUNDLED_EVAL_DIR / "dev.jsonl"  # copied from ../shared/kb/eval by errata refresh-kb
 L2 = 1e-4
 CONFIDENCE_L2 = 1e-3
 TARGET_FALSE_ABSTENTION = 0.02

@@ -17,12 +17,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEV_SET = ROOT.parent / "shared" / "kb" / "eval" / "dev.jsonl"
+DEV_SET = ROOT / "assistant" / "data" / "eval" / "dev.jsonl"  # copied from ../shared/kb/eval by errata refresh-kb
 
 COLD_START = """
 import time, sys
 t0 = float(sys.argv[1])
 from assistant import Assistant
+from assistant.settings import BUNDLED_EVAL_DIR
 a = Assistant(index_dir=sys.argv[2])
 a.ask("my agent stops with Agent interrupted")
 print(time.time() - t0)

@@ -20,8 +20,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from assistant import Assistant, Settings  # noqa: E402
+from assistant.settings import BUNDLED_EVAL_DIR  # noqa: E402
 
-DEV = Path(__file__).resolve().parents[2] / "shared" / "kb" / "eval" / "dev.jsonl"
+DEV = BUNDLED_EVAL_DIR / "dev.jsonl"  # copied from ../shared/kb/eval by errata refresh-kb
 
 
 class TimedEmbedder:

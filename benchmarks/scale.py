@@ -59,9 +59,9 @@ from assistant.index import embedding_key, load_index, open_index
 from assistant.index.ann import EXACT_LIMIT, exact_top_k, recall_at_k
 from assistant.index.cache import EMBEDDINGS_NAME, import_embeddings
 from assistant.records import Record
-from assistant.settings import BUNDLED_KB_DIR, DEFAULT_EMBEDDER
+from assistant.settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR, DEFAULT_EMBEDDER
 
-DEV_SET = Path(__file__).resolve().parents[2] / "shared" / "kb" / "eval" / "dev.jsonl"
+DEV_SET = BUNDLED_EVAL_DIR / "dev.jsonl"  # copied from ../shared/kb/eval by errata refresh-kb
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 
 

@@ -61,11 +61,28 @@ def test_cli_eval_prints_the_documented_json_shape(assistant, small_set, bundled
     )
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
-    assert set(out) == {"styles", "abstention", "latency_ms"}
+    assert set(out) == {"styles", "abstention", "outcomes", "latency_ms"}
     assert set(out["styles"]["all"]) == {"n", "hit@1", "hit@5", "mrr@10"}
     assert set(out["abstention"]) == {"negatives", "abstained", "false_abstention"}
     assert out["abstention"]["negatives"] == 2
     assert set(out["latency_ms"]) == {"p50", "p95"}
+    assert set(out["outcomes"]) == {"all", "covered", "uncovered"}
+    assert set(out["outcomes"]["covered"]) == {"n", "right", "abstained", "wrong"}
+    assert out["outcomes"]["uncovered"]["n"] == 2 and out["outcomes"]["uncovered"]["wrong"] == 0.0
+
+
+def test_outcomes_count_right_abstained_and_wrong_per_kind(assistant, tmp_path):
+    rows = [
+        {"query": "smolagents.utils.AgentError: Agent interrupted.", "relevant": ["c6aeeba10bb30da8"], "kind": "a"},
+        {"query": "smolagents.utils.AgentError: Agent interrupted.", "relevant": ["0000000000000000"], "kind": "a"},
+        {"query": "How do I center a div with CSS grid in Safari?", "relevant": [], "kind": "b"},
+    ]
+    path = tmp_path / "kinds.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = evaluate(assistant, load_eval_set(path))
+    assert report.outcomes["kind:a"] == {"n": 2, "right": 0.5, "abstained": 0.0, "wrong": 0.5}
+    assert report.outcomes["kind:b"]["abstained"] == 1.0
+    assert report.outcomes["all"]["n"] == 3 and "kind:a" in report.table()
 
 
 def test_cli_eval_says_which_line_is_malformed(tmp_path):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import regex
@@ -13,7 +12,7 @@ from assistant.records import load_records
 from assistant.retrieval.patterns import PatternIndex, required_words
 from assistant.settings import BUNDLED_KB_DIR
 
-DEV_SET = Path(__file__).resolve().parents[2] / "shared" / "kb" / "eval" / "dev.jsonl"
+from .conftest import DEV_SET
 
 
 @pytest.mark.parametrize(
