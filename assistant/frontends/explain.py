@@ -82,12 +82,16 @@ class Explanation:
         nearest = f" (nearest: {top.repo} {top.error_class}, confidence {self.answer.confidence:.2f})" if top else ""
         return f"No record in the knowledge base matches {exception}{nearest}."
 
-    def render(self, *, code: bool = True) -> str:
-        """The full text under a traceback: the answer, its sources, versions and the user's lines."""
+    def render(self, *, code: bool = True, markdown: bool = False) -> str:
+        """The full text under a traceback: the answer, its sources, versions and the user's lines.
+
+        ``markdown`` keeps line breaks and the code block when the text is rendered as markdown (Jupyter).
+        """
+        lines_end = "  \n" if markdown else "\n"
         parts = [self.answer.text.strip() if not self.unrelated else f"**{self.one_line()}**"]
         if self.matched and self.answer.citations:
             parts.append(
-                "\n".join(
+                lines_end.join(
                     f"[{c.number}] {c.repo} {c.error_class} ({c.record_id}) {c.github_url or ''}".rstrip()
                     for c in self.answer.citations
                 )
@@ -100,9 +104,9 @@ class Explanation:
         if not self.unrelated:
             facts.append(f"confidence: {self.answer.confidence:.2f}")
         if facts:
-            parts.append("\n".join(facts))
+            parts.append(lines_end.join(facts))
         if code and self.context and self.context.user_code:
-            parts.append(self.context.user_code.render())
+            parts.append(self.context.user_code.render(markdown=markdown))
         return "\n\n".join(parts)
 
 

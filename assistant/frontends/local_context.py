@@ -37,11 +37,13 @@ class SourceLines:
     function: str
     lines: tuple[tuple[int, str], ...]  # (line number, text), the failing one among them
 
-    def render(self) -> str:
+    def render(self, *, markdown: bool = False) -> str:
         width = len(str(self.lines[-1][0])) if self.lines else 1
         body = "\n".join(
             f"{'>' if number == self.line else ' '} {number:>{width}} | {text}" for number, text in self.lines
         )
+        if markdown:
+            body = f"```\n{body}\n```"
         return f"Your code, {self.file}:{self.line} in {self.function}:\n{body}"
 
 
@@ -131,8 +133,8 @@ def _add(items: list[str], item: str) -> None:
 
 
 def is_user_file(path: str) -> bool:
-    """A real file outside the interpreter's own library and outside installed packages."""
-    if not path or path.startswith("<") or not os.path.isfile(path):
+    """Source outside the interpreter's own library and installed packages: a file, or a cell IPython keeps."""
+    if not path or not (os.path.isfile(path) or path in linecache.cache):
         return False
     path = os.path.realpath(path)
     return not any(path.startswith(folder + os.sep) for folder in _library_folders())
