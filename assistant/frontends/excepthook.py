@@ -46,8 +46,6 @@ def _thread_hook(args: threading.ExceptHookArgs) -> None:
 def _explain(value: BaseException, tb: TracebackType | None) -> None:
     if not isinstance(value, Exception):
         return
-    if value.__traceback__ is None and tb is not None:
-        value = value.with_traceback(tb)
     from .explain import explain_to
 
-    explain_to(sys.stderr, value)
+    explain_to(sys.stderr, value, tb)

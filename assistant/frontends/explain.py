@@ -15,7 +15,8 @@ import os
 import sys
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from types import TracebackType
+from typing import TYPE_CHECKING, TextIO
 
 from .local_context import LocalContext, format_traceback, from_exception, installed_version
 
@@ -114,9 +115,11 @@ def _pair(pair: tuple[str, str] | None) -> str:
     return f"{pair[0]} {pair[1]}" if pair else ""
 
 
-def explain_exception(exc: BaseException, assistant: Assistant | None = None) -> Explanation:
-    """Explain a live exception: its traceback text, answered, judged against its own frames."""
-    return explain_text(format_traceback(exc), from_exception(exc), assistant)
+def explain_exception(
+    exc: BaseException, assistant: Assistant | None = None, tb: TracebackType | None = None
+) -> Explanation:
+    """Explain a live exception: its traceback (``tb``, default its own) answered, judged against its frames."""
+    return explain_text(format_traceback(exc, tb), from_exception(exc, tb), assistant)
 
 
 def explain_text(text: str, context: LocalContext | None, assistant: Assistant | None = None) -> Explanation:
@@ -139,7 +142,9 @@ def _with_text_libraries(context: LocalContext, libraries: tuple[str, ...]) -> L
     return replace(context, modules=context.modules | frozenset(libraries))
 
 
-def explain_to(stream, exc: BaseException, *, code: bool = True) -> Explanation | None:
+def explain_to(
+    stream: TextIO, exc: BaseException, tb: TracebackType | None = None, *, code: bool = True
+) -> Explanation | None:
     """Write the explanation of ``exc`` under a rule to ``stream``; an errata failure is one line there.
 
     Whatever goes wrong inside errata must not hide the user's own error, so nothing is raised.
@@ -147,7 +152,7 @@ def explain_to(stream, exc: BaseException, *, code: bool = True) -> Explanation 
     try:
         if getattr(stream, "isatty", lambda: False)():
             print("errata: looking this error up ...", end="\r", file=stream, flush=True)
-        explanation = explain_exception(exc)
+        explanation = explain_exception(exc, tb=tb)
     except Exception as failure:  # noqa: BLE001 - any errata failure becomes a note, never a new error
         print(f"{RULE}\nerrata could not explain this error ({type(failure).__name__}: {failure})", file=stream)
         return None

@@ -25,11 +25,11 @@ def _handler(
     from IPython.display import display
 
     from .explain import RULE, explain_exception
+    from .local_context import without_leading
 
-    while tb is not None and str(tb.tb_frame.f_globals.get("__name__", "")).startswith("IPython."):
-        tb = tb.tb_next  # IPython's own frame that ran the cell, as its traceback leaves out too
     try:
-        explanation = explain_exception(value.with_traceback(tb))
+        # Without IPython's own frame that ran the cell, as its traceback leaves it out too.
+        explanation = explain_exception(value, tb=without_leading(tb, ("IPython",)))
     except Exception as failure:  # noqa: BLE001 - an errata failure is a note, the cell's error stays the error
         note = f"errata could not explain this error ({type(failure).__name__}: {failure})"
         display({"text/plain": f"{RULE}\n{note}"}, raw=True)

@@ -66,14 +66,14 @@ class LocalContext:
         return "Libraries in the traceback: " + ", ".join(f"{d} {v}" for d, v in self.installed.items())
 
 
-def from_exception(exc: BaseException) -> LocalContext:
-    """Read the frames of ``exc`` and of the exceptions it was raised from."""
+def from_exception(exc: BaseException, tb: TracebackType | None = None) -> LocalContext:
+    """Read the frames of ``exc`` (``tb``, default its own traceback) and of the exceptions it was raised from."""
     modules: list[str] = []
     frames: list[tuple[str, int, str, str]] = []  # (file, line, function, top-level module) of ``exc`` itself
     for depth, error in enumerate(_chain(exc)):
         for root in _class_modules(type(error)):
             _add(modules, root)
-        for file, line, function, module in _frames(error.__traceback__):
+        for file, line, function, module in _frames(tb if depth == 0 and tb is not None else error.__traceback__):
             _add(modules, module)
             if depth == 0:
                 frames.append((file, line, function, module))
@@ -90,9 +90,22 @@ def from_exception(exc: BaseException) -> LocalContext:
     )
 
 
-def format_traceback(exc: BaseException) -> str:
+def format_traceback(exc: BaseException, tb: TracebackType | None = None) -> str:
     """The traceback as the interpreter prints it (chained exceptions included)."""
-    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
+
+
+def without_leading(tb: TracebackType | None, modules: tuple[str, ...]) -> TracebackType | None:
+    """``tb`` from its first frame outside ``modules`` (top-level names): a host's frames that ran user code
+    (IPython's cell runner, pytest's test runner) are not part of the error."""
+    start = tb
+    while start is not None and _module_root(start) in modules:
+        start = start.tb_next
+    return start or tb
+
+
+def _module_root(tb: TracebackType) -> str:
+    return str(tb.tb_frame.f_globals.get("__name__") or "").split(".")[0]
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -110,9 +123,8 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 def _frames(tb: TracebackType | None):
     while tb is not None:
-        code, globals_ = tb.tb_frame.f_code, tb.tb_frame.f_globals
-        module = str(globals_.get("__name__") or "").split(".")[0]
-        yield code.co_filename, tb.tb_lineno, code.co_name, module
+        code = tb.tb_frame.f_code
+        yield code.co_filename, tb.tb_lineno, code.co_name, _module_root(tb)
         tb = tb.tb_next
 
 

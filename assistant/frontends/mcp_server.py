@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import argparse
 import threading
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
+
+# pydantic, which the SDK builds the tools' schemas with, needs this TypedDict before Python 3.12.
+from typing_extensions import TypedDict
 
 from .local_context import installed_version
 
@@ -95,8 +98,10 @@ def build_server(loader: Loader):
     """The MCP server with errata's three tools, over ``loader``'s Assistant."""
     try:
         from mcp.server.mcpserver import MCPServer as Server
+        from mcp.server.mcpserver.exceptions import ToolError
     except ImportError:  # the mcp 1.x SDK
         from mcp.server.fastmcp import FastMCP as Server
+        from mcp.server.fastmcp.exceptions import ToolError
 
     server = Server(
         "errata",
@@ -107,6 +112,12 @@ def build_server(loader: Loader):
         ),
     )
 
+    def loaded() -> Assistant:
+        try:
+            return loader.get()
+        except RuntimeError as exc:  # the client is told why, not only that the tool failed
+            raise ToolError(str(exc)) from exc
+
     @server.tool()
     def explain_error(text: str) -> Explained:
         """Explain a Python traceback, error line or question about an error, citing knowledge-base records.
@@ -114,7 +125,7 @@ def build_server(loader: Loader):
         Returns the answer as markdown citing [n], the cited records, the confidence and whether it is
         confident enough to trust (when not, the text says that no record matches).
         """
-        assistant = loader.get()
+        assistant = loaded()
         answer = assistant.ask(text)
         confident = bool(answer.hits) and answer.confidence >= assistant.settings.confidence_threshold
         installed = installed_version(answer.hits[0].record) if confident else None
@@ -132,7 +143,7 @@ def build_server(loader: Loader):
     @server.tool()
     def search_errors(text: str, k: int = 5) -> list[HitOut]:
         """The knowledge-base records nearest to an error text, best first (k of them, at most 20)."""
-        hits = loader.get().search(text, max(1, min(int(k), 20)))
+        hits = loaded().search(text, max(1, min(int(k), 20)))
         return [
             HitOut(
                 record_id=h.record.id,
@@ -148,10 +159,11 @@ def build_server(loader: Loader):
     @server.tool()
     def get_record(id: str) -> dict[str, Any]:
         """One knowledge-base record in full (message, documentation, solutions, example fix, source link)."""
+        loaded()
         position = loader.position(id.strip())
         if position is None:
-            raise ValueError(f"no record with id {id!r}")
-        return loader.get().records[position].to_dict()
+            raise ToolError(f"no record with id {id!r}; ids come from explain_error or search_errors")
+        return loaded().records[position].to_dict()
 
     return server
 
