@@ -36,6 +36,13 @@ def use_settings(settings: Settings | None) -> None:
     _shared_settings = settings
 
 
+def use_assistant(assistant: Assistant | None) -> None:
+    """Explain with an Assistant the host already has (a test session's, a server's); ``None`` forgets it."""
+    global _shared
+    with _shared_lock:
+        _shared = assistant
+
+
 def shared_assistant() -> Assistant:
     """One Assistant per process, made on first use."""
     global _shared

@@ -1,0 +1,160 @@
+"""``errata run``: real scripts in real subprocesses, compared with what ``python script.py`` does."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RULE = "-" * 20 + " errata " + "-" * 20
+
+
+def errata_env(index_dir: Path | None = None) -> dict[str, str]:
+    """This checkout's code (also in the subprocess), the test index, no other ERRATA_* settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ERRATA_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    if index_dir is not None:
+        env["ERRATA_INDEX_DIR"] = str(index_dir)
+    return env
+
+
+def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def errata_run(script: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return run([sys.executable, "-m", "assistant", "run", str(script), *args], script.parent, env)
+
+
+def closed_port() -> int:
+    """A local port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write(folder: Path, name: str, code: str) -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(code).lstrip())
+    return path
+
+
+@pytest.mark.slow
+def test_a_failing_httpx_call_gets_its_traceback_then_an_answer_citing_httpx(tmp_path, assistant, bundled_index_dir):
+    script = write(
+        tmp_path,
+        "fetch.py",
+        f"""
+        import httpx
+
+        print("fetching")
+        httpx.get("http://127.0.0.1:{closed_port()}/health")
+        """,
+    )
+    done = errata_run(script, env=errata_env(bundled_index_dir))
+
+    assert done.returncode == 1
+    assert done.stdout == "fetching\n"
+    err = done.stderr
+    assert err.startswith("Traceback (most recent call last):\n")
+    assert "runpy" not in err and "assistant/frontends" not in err  # the traceback python itself would print
+    traceback_part, _, answer = err.partition(RULE)
+    assert traceback_part.rstrip().endswith("httpx.ConnectError: [Errno 111] Connection refused")
+    assert "(encode/httpx) [1]" in answer
+    assert "[1] encode/httpx ConnectError" in answer
+    assert f"Installed here: httpx {importlib.metadata.version('httpx')}" in answer
+    assert "Libraries in the traceback: httpx" in answer and "httpcore" in answer
+    assert f"Your code, {script}:4 in <module>:" in answer
+    assert '> 4 | httpx.get("http://127.0.0.1:' in answer
+
+
+@pytest.mark.slow
+def test_a_key_error_in_user_code_is_not_pinned_on_a_library(tmp_path, assistant, bundled_index_dir):
+    script = write(
+        tmp_path,
+        "settings.py",
+        """
+        config = {"name": "demo"}
+
+
+        def main():
+            print("starting")
+            return config["missing"]
+
+
+        main()
+        """,
+    )
+    done = errata_run(script, env=errata_env(bundled_index_dir))
+
+    assert done.returncode == 1
+    assert done.stdout == "starting\n"
+    traceback_part, rule, answer = done.stderr.partition(RULE)
+    assert rule and traceback_part.rstrip().endswith("KeyError: 'missing'")
+    # The nearest record is about a library that ran in no frame: errata says nothing matches.
+    assert "No record matches KeyError (raised in your code, settings.py:6)" in answer
+    assert "Installed here" not in answer
+    assert '> 6 |     return config["missing"]' in answer
+    assert '    print("starting")' in answer  # the neighbours, read from the file
+
+
+def test_a_succeeding_script_runs_as_python_runs_it_and_errata_stays_silent(tmp_path):
+    script = write(
+        tmp_path,
+        "ok.py",
+        """
+        import os
+        import sys
+
+        print(__name__, sys.argv, os.path.basename(__file__), sys.path[0] == os.path.dirname(__file__))
+        print("model loaded:", "sentence_transformers" in sys.modules or "torch" in sys.modules)
+        print("to stderr", file=sys.stderr)
+        """,
+    )
+    env = errata_env(Path("/nonexistent/errata-index"))  # never read: nothing to explain
+    by_python = run([sys.executable, str(script), "a", "--flag"], tmp_path, env)
+    by_errata = errata_run(script, "a", "--flag", env=env)
+
+    assert by_errata.returncode == by_python.returncode == 0
+    assert by_errata.stdout == by_python.stdout
+    first_line = by_errata.stdout.splitlines()[0]
+    assert first_line.startswith("__main__ [") and first_line.endswith("'a', '--flag'] ok.py True")
+    assert "model loaded: False" in by_errata.stdout
+    assert by_errata.stderr == by_python.stderr == "to stderr\n"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import sys\nsys.exit(3)\n",
+        "raise SystemExit('bye')\n",
+        "raise KeyboardInterrupt\n",
+    ],
+    ids=["exit-3", "exit-message", "keyboard-interrupt"],
+)
+def test_exit_and_interrupt_keep_pythons_status_and_are_not_explained(tmp_path, code):
+    script = tmp_path / "stop.py"
+    script.write_text(code)
+    env = errata_env(Path("/nonexistent/errata-index"))
+    by_python = run([sys.executable, str(script)], tmp_path, env)
+    by_errata = errata_run(script, env=env)
+
+    assert by_errata.returncode == by_python.returncode
+    assert "errata" not in by_errata.stderr
+    if "KeyboardInterrupt" in code:
+        assert by_errata.stderr.rstrip().endswith("KeyboardInterrupt")
+    else:
+        assert by_errata.stderr == by_python.stderr
+
+
+def test_a_missing_script_is_reported_like_python_does(tmp_path):
+    done = errata_run(tmp_path / "nope.py", env=errata_env())
+    assert done.returncode == 2
+    assert "can't open file" in done.stderr and "nope.py" in done.stderr
