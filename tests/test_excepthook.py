@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import socket
 import subprocess
 import sys
 import textwrap
@@ -12,13 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_run import RULE, errata_env
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.frontends_support import RULE, closed_port, errata_env
 
 
 def run_python(tmp_path: Path, code: str, env: dict[str, str]) -> subprocess.CompletedProcess:

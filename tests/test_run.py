@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib.metadata
-import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -12,17 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-RULE = "-" * 20 + " errata " + "-" * 20
-
-
-def errata_env(index_dir: Path | None = None) -> dict[str, str]:
-    """This checkout's code (also in the subprocess), the test index, no other ERRATA_* settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ERRATA_")}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
-    if index_dir is not None:
-        env["ERRATA_INDEX_DIR"] = str(index_dir)
-    return env
+from tests.frontends_support import RULE, closed_port, errata_env
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
@@ -31,13 +19,6 @@ def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 300) -
 
 def errata_run(script: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return run([sys.executable, "-m", "assistant", "run", str(script), *args], script.parent, env)
-
-
-def closed_port() -> int:
-    """A local port nothing listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def write(folder: Path, name: str, code: str) -> Path:
