@@ -10,7 +10,6 @@ Only the standard library is imported here: ``errata run`` loads this module bef
 
 from __future__ import annotations
 
-import importlib.metadata
 import linecache
 import os
 import sys
@@ -175,12 +174,16 @@ def read_source(file: str, line: int, function: str, neighbours: int = NEIGHBOUR
 
 @lru_cache(maxsize=1)
 def _packages_distributions() -> dict[str, list[str]]:
+    import importlib.metadata  # here, not at the top: only an error to explain needs it
+
     return importlib.metadata.packages_distributions()
 
 
 @cache
 def installed_distributions(module: str) -> tuple[tuple[str, str], ...]:
     """The installed distributions that provide top-level module ``module``, with their versions."""
+    import importlib.metadata
+
     found = []
     for dist in _packages_distributions().get(module, []):
         try:
@@ -213,6 +216,8 @@ def record_packages(record: Any) -> list[str]:
 
 def installed_version(record: Any) -> tuple[str, str] | None:
     """The installed distribution and version of the library a record is about, when it is installed."""
+    import importlib.metadata
+
     for name in record_packages(record):
         found = installed_distributions(name)
         if found:

@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any
 # pydantic, which the SDK builds the tools' schemas with, needs this TypedDict before Python 3.12.
 from typing_extensions import TypedDict
 
-from .local_context import installed_version
-
 if TYPE_CHECKING:
     from assistant import Assistant, Settings
 
@@ -125,6 +123,8 @@ def build_server(loader: Loader):
         Returns the answer as markdown citing [n], the cited records, the confidence and whether it is
         confident enough to trust (when not, the text says that no record matches).
         """
+        from .local_context import installed_version
+
         assistant = loaded()
         answer = assistant.ask(text)
         confident = bool(answer.hits) and answer.confidence >= assistant.settings.confidence_threshold
