@@ -22,6 +22,14 @@ Traceback (most recent call last):
     raise AgentError("Agent interrupted.", self.logger)
 smolagents.utils.AgentError: Agent interrupted."""
 
+USER_KEY_ERROR = """\
+Traceback (most recent call last):
+  File "/home/dev/report.py", line 9, in <module>
+    main()
+  File "/home/dev/report.py", line 6, in main
+    return totals["march"]
+KeyError: 'march'"""
+
 
 def field(result: Any, snake: str, camel: str) -> Any:
     """A CallToolResult field under the SDK 2.x name or the 1.x one."""
@@ -38,7 +46,15 @@ async def session_calls(env: dict[str, str]) -> dict[str, Any]:
         record_id = field(explained, "structured_content", "structuredContent")["citations"][0]["record_id"]
         record = await session.call_tool("get_record", {"id": record_id})
         missing = await session.call_tool("get_record", {"id": "0000000000000000"})
-    return {"tools": tools, "explained": explained, "searched": searched, "record": record, "missing": missing}
+        user_error = await session.call_tool("explain_error", {"text": USER_KEY_ERROR})
+    return {
+        "tools": tools,
+        "explained": explained,
+        "searched": searched,
+        "record": record,
+        "missing": missing,
+        "user_error": user_error,
+    }
 
 
 @pytest.mark.slow
@@ -71,3 +87,8 @@ def test_an_mcp_client_lists_the_tools_and_gets_a_smolagents_citation(assistant,
     missing = calls["missing"]
     assert field(missing, "is_error", "isError")
     assert "no record with id '0000000000000000'" in missing.content[0].text
+
+    # A pasted KeyError from the user's own code: the nearest record's library is in none of its frames.
+    user_error = field(calls["user_error"], "structured_content", "structuredContent")
+    assert user_error["confident"] is False and user_error["citations"] == []
+    assert user_error["text"].startswith("No record matches KeyError")

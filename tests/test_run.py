@@ -139,3 +139,35 @@ def test_a_missing_script_is_reported_like_python_does(tmp_path):
     done = errata_run(tmp_path / "nope.py", env=errata_env())
     assert done.returncode == 2
     assert "can't open file" in done.stderr and "nope.py" in done.stderr
+
+
+def test_local_context_reads_the_live_frames_versions_and_the_users_lines():
+    """No model: the context of a real httpx error raised here, and which records it rules out."""
+    from types import SimpleNamespace
+
+    import httpx
+
+    from assistant.frontends.local_context import from_exception, installed_version, record_packages
+
+    try:
+        httpx.get(f"http://127.0.0.1:{closed_port()}/")
+    except httpx.ConnectError as exc:
+        context = from_exception(exc)
+    assert context.exception == "httpx.ConnectError"
+    assert {"httpx", "httpcore"} <= context.modules
+    assert context.installed["httpx"] == importlib.metadata.version("httpx")
+    assert context.user_code is not None and context.user_code.file == __file__
+    assert 'httpx.get(f"http://127.0.0.1:{closed_port()}/")' in dict(context.user_code.lines)[context.user_code.line]
+
+    httpx_record = SimpleNamespace(repo="encode/httpx", file_path="httpx/_transports/default.py")
+    ollama_record = SimpleNamespace(repo="ollama/ollama-python", file_path="ollama/_types.py")
+    assert context.involves(httpx_record) and not context.involves(ollama_record)
+    assert installed_version(httpx_record) == ("httpx", importlib.metadata.version("httpx"))
+    assert record_packages(SimpleNamespace(repo="slackapi/bolt-python", file_path="slack_bolt/app/app.py")) == [
+        "bolt",
+        "slack_bolt",
+    ]
+    assert record_packages(SimpleNamespace(repo="langchain-ai/langgraph", file_path="libs/cli/langgraph_cli/x.py")) == [
+        "langgraph",
+        "langgraph_cli",
+    ]

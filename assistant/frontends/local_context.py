@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import linecache
 import os
+import re
 import sys
 import sysconfig
 import traceback
@@ -87,6 +88,22 @@ def from_exception(exc: BaseException, tb: TracebackType | None = None) -> Local
         installed=installed,
         user_code=read_source(*user[:3]) if user else None,
     )
+
+
+def from_pasted_traceback(query: Any) -> LocalContext | None:
+    """What a pasted traceback (a parsed ``Query``) tells of who took part: the folders of its frames' files.
+
+    A library's import package is a folder on the path of each of its frames, wherever it is installed
+    (site-packages, an editable checkout), so a record whose package names no folder of any frame, and
+    not the exception's module, is about a library that did not run. Only a traceback with frames says
+    this; for anything else there is no context (``None``), and the answer stands as retrieved.
+    """
+    if getattr(query, "kind", None) != "traceback" or not query.frames:
+        return None
+    folders = {part for frame in query.frames for part in re.split(r"[/\\]", frame.file)[:-1] if part}
+    qualname = query.exception_qualname or query.exception_class or "this error"
+    roots = {qualname.split(".")[0]} if "." in qualname else set()
+    return LocalContext(exception=qualname, modules=frozenset(folders | roots | set(query.libraries)))
 
 
 def format_traceback(exc: BaseException, tb: TracebackType | None = None) -> str:

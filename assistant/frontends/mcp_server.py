@@ -2,9 +2,12 @@
 
 Three tools, each a thin call into :class:`assistant.Assistant`: ``explain_error`` (the answer
 markdown, its citations and confidence), ``search_errors`` (the nearest records) and ``get_record``
-(one record in full). The Assistant is loaded once, in the background as soon as the server starts,
-so the MCP handshake is not held up by the model and the first tool call waits only for what is left
-of the load. Logs go to stderr: stdout carries the protocol.
+(one record in full). A pasted traceback is judged as the other front ends judge a live one: a record
+about a library that appears in none of its frames' paths is no match (see ``local_context``).
+
+The Assistant is loaded once, in the background as soon as the server starts, so the MCP handshake is
+not held up by the model and the first tool call waits only for what is left of the load. Logs go to
+stderr: stdout carries the protocol.
 """
 
 from __future__ import annotations
@@ -123,21 +126,27 @@ def build_server(loader: Loader):
         Returns the answer as markdown citing [n], the cited records, the confidence and whether it is
         confident enough to trust (when not, the text says that no record matches).
         """
-        from .local_context import installed_version
+        from .explain import explain_text
+        from .local_context import from_pasted_traceback
 
         assistant = loaded()
-        answer = assistant.ask(text)
-        confident = bool(answer.hits) and answer.confidence >= assistant.settings.confidence_threshold
-        installed = installed_version(answer.hits[0].record) if confident else None
-        markdown = answer.text
-        if installed:
-            markdown += f"\n\nInstalled where errata runs: {installed[0]} {installed[1]}"
+        explanation = explain_text(text, from_pasted_traceback(assistant.parse(text)), assistant)
+        answer = explanation.answer
+        if explanation.unrelated:  # the nearest record's library ran in none of the traceback's frames
+            return Explained(
+                text=explanation.one_line(),
+                confidence=round(float(answer.confidence), 4),
+                confident=False,
+                citations=[],
+                installed=None,
+            )
+        installed = f"{explanation.installed[0]} {explanation.installed[1]}" if explanation.installed else None
         return Explained(
-            text=markdown,
+            text=answer.text + (f"\n\nInstalled where errata runs: {installed}" if installed else ""),
             confidence=round(float(answer.confidence), 4),
-            confident=confident,
+            confident=explanation.matched,
             citations=[CitationOut(**c.__dict__) for c in answer.citations],
-            installed=f"{installed[0]} {installed[1]}" if installed else None,
+            installed=installed,
         )
 
     @server.tool()
