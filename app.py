@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from assistant.cli import main
+from assistant.frontends.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(["serve", *sys.argv[1:]]))

@@ -1,7 +1,14 @@
-"""errata: answers for Python errors, grounded in a knowledge base of real error records."""
+"""errata: answers for Python errors, grounded in a knowledge base of real error records.
 
-from .answer import Answer, Citation
-from .api import Assistant, ask, search
+The public API. Names load on first use, so ``import assistant`` is cheap (the CLI and the front ends import
+only what their command needs; faiss, bm25s and torch load when an ``Assistant`` is made).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     ConfigurationError,
     EmbedderError,
@@ -10,12 +17,28 @@ from .errors import (
     KnowledgeBaseError,
     LLMError,
 )
-from .index import VectorIndex, load_index, open_index
-from .ingest import IngestReport, ingest_to_file
-from .query import Frame, Query, parse_query
-from .records import Record, load_records
-from .retrieve import Hit
-from .settings import Settings
+
+# public name -> module that defines it
+_LAZY = {
+    "Answer": ".answer",
+    "Citation": ".answer",
+    "Hit": ".answer",
+    "Retrieval": ".answer",
+    "Assistant": ".api",
+    "ask": ".api",
+    "search": ".api",
+    "VectorStore": ".index",
+    "load_index": ".index",
+    "open_index": ".index",
+    "IngestReport": ".ingest",
+    "ingest_to_file": ".ingest",
+    "Frame": ".query",
+    "Query": ".query",
+    "parse_query": ".query",
+    "Record": ".records",
+    "load_records": ".records",
+    "Settings": ".settings",
+}
 
 __all__ = [
     "Answer",
@@ -32,8 +55,9 @@ __all__ = [
     "LLMError",
     "Query",
     "Record",
+    "Retrieval",
     "Settings",
-    "VectorIndex",
+    "VectorStore",
     "ask",
     "ingest_to_file",
     "load_index",
@@ -42,3 +66,26 @@ __all__ = [
     "parse_query",
     "search",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'assistant' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # for type checkers and editors; at run time the names load lazily (above)
+    from .answer import Answer, Citation, Hit, Retrieval
+    from .api import Assistant, ask, search
+    from .index import VectorStore, load_index, open_index
+    from .ingest import IngestReport, ingest_to_file
+    from .query import Frame, Query, parse_query
+    from .records import Record, load_records
+    from .settings import Settings

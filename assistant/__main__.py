@@ -1,7 +1,7 @@
-"""``python -m assistant ...``: the same as the ``errata`` command (e.g. ``python -m assistant run script.py``)."""
+"""``python -m assistant ...`` is the ``errata`` command."""
 
 import sys
 
-from .cli import main
+from .frontends.cli import main
 
 sys.exit(main())

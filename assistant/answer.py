@@ -1,11 +1,44 @@
-"""What errata returns: an Answer with its text, citations and the hits it was drawn from."""
+"""What errata returns: the hits retrieval found, and an Answer with its text, citations and those hits.
+
+One JSON shape for each, used by every front end (the CLI's ``--json``, the web API, MCP): the keys are the
+knowledge-base schema's own names (``recordId``, ``errorClass``, ``githubUrl``)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-from .retrieve import Hit
+from .records import Record
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A record that may answer the query, its score, and which signals found it."""
+
+    record: Record
+    score: float
+    why: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        record = self.record
+        return {
+            "recordId": record.id,
+            "repo": record.repo,
+            "errorClass": record.error_class,
+            "message": record.error_message,
+            "score": round(float(self.score), 4),
+            "why": list(self.why),
+            "githubUrl": record.github_url,
+        }
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """The ranked hits and how confident errata is that the first one answers the query."""
+
+    hits: list[Hit]
+    confidence: float
+    confident: bool
 
 
 @dataclass(frozen=True)
@@ -18,6 +51,16 @@ class Citation:
     error_class: str
     github_url: str | None
     solution: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "recordId": self.record_id,
+            "repo": self.repo,
+            "errorClass": self.error_class,
+            "githubUrl": self.github_url,
+            "solution": self.solution,
+        }
 
 
 @dataclass(frozen=True)
@@ -38,19 +81,8 @@ class Answer:
             "grounded": self.grounded,
             "model": self.model,
             "notes": list(self.notes),
-            "citations": [asdict(c) for c in self.citations],
-            "hits": [
-                {
-                    "record_id": h.record.id,
-                    "repo": h.record.repo,
-                    "error_class": h.record.error_class,
-                    "message": h.record.error_message,
-                    "score": round(float(h.score), 4),
-                    "why": list(h.why),
-                    "github_url": h.record.github_url,
-                }
-                for h in self.hits
-            ],
+            "citations": [c.to_dict() for c in self.citations],
+            "hits": [h.to_dict() for h in self.hits],
         }
 
 

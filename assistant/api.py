@@ -8,16 +8,16 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .answer import Answer
+from .answer import Answer, Hit, Retrieval
 from .draft import stream_answer
-from .embed import Embedder
-from .index import BuildReport, VectorIndex
+from .embedding.embedder import Embedder
+from .index import BuildReport, VectorStore
+from .knowledge_base import open_knowledge_base
 from .llm import ChatModel
 from .query import Query, parse_query
 from .records import LoadReport, Record
-from .retrieve import Hit, Retrieval, Retriever
+from .retrieval import Retriever
 from .settings import Settings
-from .snapshot import open_knowledge_base
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class Assistant:
         opened = open_knowledge_base(self.settings, self.embedder, show_progress=show_progress)
         self.records: Sequence[Record] = opened.records
         self.load_report: LoadReport = opened.load_report
-        self.vector_index: VectorIndex = opened.vector_index
+        self.vector_index: VectorStore = opened.vector_index
         self.build_report: BuildReport = opened.build_report
         self.retriever = Retriever(
             self.records,
@@ -58,8 +58,6 @@ class Assistant:
             signals=opened.signals,
             confidence_threshold=self.settings.confidence_threshold,
         )
-        if self.settings.serve_threads > 0:
-            _set_torch_threads(self.settings.serve_threads)
         # Loaded now rather than on the first question (about 4 s for the bundled model on two cores).
         _ = self.embedder.model
 
@@ -74,29 +72,51 @@ class Assistant:
         """The records nearest to ``text``, best first, without drafting an answer."""
         return self.retrieve(text, k)[1].hits
 
-    def ask(self, text: str | bytes, k: int | None = None) -> Answer:
+    def ask(self, text: str | bytes, k: int | None = None, *, model: str | None = None) -> Answer:
         """An answer to what was pasted, citing the records it comes from.
 
-        Drafted by the configured LLM (``settings.model``), else composed offline from the records.
+        Drafted by the configured LLM (``settings.model``), else composed offline from the records;
+        ``model`` picks another for this call (see :meth:`ask_stream`).
         """
-        *_pieces, answer = self.ask_stream(text, k)
+        *_pieces, answer = self.ask_stream(text, k, model=model)
         return answer
 
-    def ask_stream(self, text: str | bytes, k: int | None = None) -> Iterator[str | Answer]:
+    def ask_stream(
+        self, text: str | bytes, k: int | None = None, *, model: str | None = None
+    ) -> Iterator[str | Answer]:
         """Text chunks as they are drafted, then the final :class:`Answer`.
 
         The chunks join up to ``Answer.text``. An unreachable LLM gives the offline answer with one
-        line saying why, never an exception.
+        line saying why, never an exception. ``model``: a litellm model name for this call only (called
+        like a fallback: on its provider's own endpoint), or :data:`OFFLINE` for the offline answer.
         """
         query, retrieval = self.retrieve(text, k)
-        yield from stream_answer(query, retrieval, ChatModel.from_settings(self.settings))
+        yield from stream_answer(query, retrieval, self._chat_model(model))
+
+    def _chat_model(self, model: str | None) -> ChatModel | None:
+        if not model or model == self.settings.model:
+            return ChatModel.from_settings(self.settings)
+        if model == OFFLINE:
+            return None
+        return ChatModel.from_settings(self.settings.replace(model=model, api_base="", fallback_models=()))
 
 
-def _set_torch_threads(count: int) -> None:
-    """Builds (above) use every core; serving encodes one short query at a time (see ``serve_threads``)."""
+# ``Assistant.ask(..., model=OFFLINE)``: the answer composed from the records, whatever model is configured.
+OFFLINE = "offline"
+
+
+def configure_serving_threads(settings: Settings) -> None:
+    """Set torch's thread count for a serving process (the web chat, the Slack bot, the CLI).
+
+    Builds use every core; serving encodes one short query at a time, fastest on one thread, and concurrent
+    requests then use the other cores instead of fighting over them (see ``serve_threads``). Called by the
+    serving entry points, not by ``Assistant``: a library user's process keeps its own setting.
+    """
+    if settings.serve_threads <= 0:
+        return
     import torch
 
-    torch.set_num_threads(count)
+    torch.set_num_threads(settings.serve_threads)
 
 
 _default: Assistant | None = None

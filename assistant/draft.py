@@ -13,12 +13,11 @@ import math
 import re
 from collections.abc import Iterator
 
-from .answer import Answer, Citation, citation_for
+from .answer import Answer, Citation, Hit, Retrieval, citation_for
 from .errors import LLMError
 from .llm import ChatModel
 from .query import Query
 from .records import Record
-from .retrieve import Hit, Retrieval
 
 # A second record is shown when it is at least this likely relative to the first. Hit scores are the
 # retriever's logits (a softmax over the records), so the ratio of likelihoods is exp(score2 - score1).

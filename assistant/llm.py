@@ -173,7 +173,7 @@ class ChatModel:
             return None
         return cls(
             settings.model,
-            api_base=settings.api_base,
+            api_base=settings.api_base or None,
             timeout=settings.llm_timeout,
             retries=settings.llm_retries,
             fallbacks=settings.fallback_models,

@@ -8,6 +8,7 @@ for errata's own options.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from .errors import ConfigurationError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 BUNDLED_KB_DIR = PACKAGE_DIR / "data" / "kb"
+BUNDLED_EVAL_DIR = PACKAGE_DIR / "data" / "eval"  # the eval sets beside the curated records (dev.jsonl)
 DEFAULT_EMBEDDER = "bundled:all-MiniLM-L6-v2"
 
 
@@ -28,6 +30,16 @@ def _default_index_dir() -> Path:
         return project_root / "index"
     cache_home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return cache_home / "errata" / "index"
+
+
+def _fitted_threshold() -> float:
+    """The confidence threshold the last fit chose (``retrieval/weights.json``, written by
+    ``benchmarks/fit_retrieval.py``): one number, held in one place."""
+    path = PACKAGE_DIR / "retrieval" / "weights.json"
+    try:
+        return float(json.loads(path.read_text(encoding="utf-8"))["confidence_threshold"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigurationError(f"cannot read the fitted confidence threshold from {path}: {exc}") from exc
 
 
 def _default_data_dir() -> Path:
@@ -48,9 +60,9 @@ class Settings:
     embed_batch_size: int = 32
     top_k: int = 5
     strict: bool = False
-    # Retrieval: below this confidence errata says no record matches (fitted on the dev set; see
-    # benchmarks/fit_retrieval.py).
-    confidence_threshold: float = 0.87
+    # Retrieval: below this confidence errata says no record matches (fitted on the dev set with the
+    # weights; see benchmarks/fit_retrieval.py).
+    confidence_threshold: float = field(default_factory=_fitted_threshold)
     # Pasted text beyond this many characters is cut (keeping the end, where the error line is).
     max_query_chars: int = 20_000
     # Torch threads once an Assistant is serving: one query at a time is encoded fastest on one thread,

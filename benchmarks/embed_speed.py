@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from assistant import load_records
-from assistant.embed import Embedder, record_text
+from assistant.embedding.embedder import Embedder, record_text
 from assistant.query import parse_query
 from assistant.settings import BUNDLED_KB_DIR, DEFAULT_EMBEDDER
 

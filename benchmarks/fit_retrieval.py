@@ -25,7 +25,9 @@ from scipy.optimize import minimize
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from assistant import Assistant, Settings  # noqa: E402
-from assistant.retrieve import CONFIDENCE_FEATURES, FEATURES, Scored, confidence_features  # noqa: E402
+from assistant.retrieval.confidence import CONFIDENCE_FEATURES, confidence_features  # noqa: E402
+from assistant.retrieval.features import Scored  # noqa: E402
+from assistant.retrieval.weights import FittedWeights, save_weights  # noqa: E402
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "kb" / "eval" / "dev.jsonl"
 L2 = 1e-4
@@ -180,13 +182,14 @@ def main() -> None:
     parser.add_argument("--dev", type=Path, default=DEV)
     parser.add_argument("--index", type=Path, default=Path("/tmp/errata-fit-index"))
     parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--write", action="store_true", help="save the in-sample fit as retrieval/weights.json")
     parser.add_argument("--cache", type=Path, help="save features here, or reuse them if the file exists")
     parser.add_argument("--query-vectors", type=Path, help="a file caching the query embeddings between runs")
     args = parser.parse_args()
     if args.cache and args.cache.exists():
         saved = np.load(args.cache, allow_pickle=True)
         rows = [json.loads(line) for line in args.dev.read_text().splitlines() if line.strip()]
-        report(rows, list(saved["features"]), list(saved["models"]), list(saved["relevant"]), args.folds)
+        report(rows, list(saved["features"]), list(saved["models"]), list(saved["relevant"]), args.folds, args.write)
         return
     assistant = Assistant(Settings.load(env={}, index_dir=args.index))
     if args.query_vectors:
@@ -203,10 +206,10 @@ def main() -> None:
         assistant.retriever.embedder.save()
     if args.cache:
         np.savez(args.cache, features=np.array(features), models=np.array(models), relevant=np.array(relevant, object))
-    report(rows, features, models, relevant, args.folds)
+    report(rows, features, models, relevant, args.folds, args.write)
 
 
-def report(rows, features, models, relevant, folds) -> None:
+def report(rows, features, models, relevant, folds, write: bool = False) -> None:
     everything = list(range(len(rows)))
     w, cw, threshold = fit_all(rows, features, models, relevant, everything)
     table, abst, false_abst = evaluate(rows, features, models, relevant, w, cw, threshold)
@@ -219,7 +222,7 @@ def report(rows, features, models, relevant, folds) -> None:
     for name, fold_of in (("library", fold_by_library), ("query", fold_by_query)):
         table, abst, false_abst = cross_validate(rows, features, models, relevant, fold_of, folds)
         print(f"cross-validated, folds by {name}:", _compact(table), f"abstained {abst:.3f} false {false_abst:.3f}")
-    print_weights(w, cw, threshold)
+    print_weights(w, cw, threshold, write)
 
 
 def _compact(table) -> str:
@@ -248,18 +251,18 @@ def cross_validate(rows, features, models, relevant, fold_of, folds):
     return table, float(np.mean(neg)), float(np.mean(pos))
 
 
-def print_weights(w, cw, threshold) -> None:
-    print("WEIGHTS = {")
-    for model in ("error", "prose"):
-        inner = ", ".join(f'"{f}": {v:.3f}' for f, v in zip(FEATURES, w[model], strict=True))
-        print(f'    "{model}": {{{inner}}},')
-    print("}")
-    print("CONFIDENCE_WEIGHTS = {")
-    for model in ("error", "prose"):
-        inner = ", ".join(f'"{f}": {v:.3f}' for f, v in zip(CONFIDENCE_FEATURES, cw[model], strict=True))
-        print(f'    "{model}": {{{inner}}},')
-    print("}")
-    print(f"confidence_threshold = {threshold:.3f}")
+def print_weights(w, cw, threshold, write: bool) -> None:
+    """Print the in-sample fit; with ``--write`` save it as ``assistant/retrieval/weights.json``, which the
+    Retriever loads (and ``Settings.confidence_threshold`` defaults to)."""
+    fitted = FittedWeights(
+        {m: np.asarray(w[m]) for m in ("error", "prose")},
+        {m: np.asarray(cw[m]) for m in ("error", "prose")},
+        float(threshold),
+    )
+    print(json.dumps(fitted.to_dict(), indent=1))
+    if write:
+        save_weights(fitted)
+        print("wrote assistant/retrieval/weights.json")
 
 
 if __name__ == "__main__":

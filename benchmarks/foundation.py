@@ -41,7 +41,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from assistant import Assistant, Settings
-    from assistant.embed import Embedder
+    from assistant.embedding.embedder import Embedder
     from assistant.index import open_index
     from assistant.records import load_records
 

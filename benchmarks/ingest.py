@@ -16,7 +16,7 @@ import contextlib
 import statistics
 import time
 
-from assistant.ingest import ingest, python_files, resolve_package
+from assistant.ingest.raises import ingest, python_files, resolve_package
 from assistant.records import load_records
 from assistant.settings import BUNDLED_KB_DIR
 

@@ -54,17 +54,10 @@ from pathlib import Path
 import numpy as np
 
 from assistant import load_records
-from assistant.embed import Embedder
-from assistant.index import (
-    EMBEDDINGS_NAME,
-    EXACT_LIMIT,
-    embedding_key,
-    exact_top_k,
-    import_embeddings,
-    load_index,
-    open_index,
-    recall_at_k,
-)
+from assistant.embedding.embedder import Embedder
+from assistant.index import embedding_key, load_index, open_index
+from assistant.index.ann import EXACT_LIMIT, exact_top_k, recall_at_k
+from assistant.index.cache import EMBEDDINGS_NAME, import_embeddings
 from assistant.records import Record
 from assistant.settings import BUNDLED_KB_DIR, DEFAULT_EMBEDDER
 
@@ -186,8 +179,8 @@ def serve(index_dir: Path, model: str, out: Path, limit: int) -> None:
 
 def prepare_assistant(index_dir: Path, kb: Path, model: str, out: Path) -> None:
     """What ``errata build`` does after the vector index: the signal index and start-up snapshot."""
+    from assistant.knowledge_base import open_knowledge_base
     from assistant.settings import Settings
-    from assistant.snapshot import open_knowledge_base
 
     started = time.perf_counter()
     opened = open_knowledge_base(Settings.load().replace(kb=[kb], index_dir=index_dir), Embedder(model))

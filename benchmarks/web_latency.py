@@ -22,7 +22,7 @@ from playwright.sync_api import sync_playwright
 
 from assistant import Assistant, Settings
 from assistant.feedback import FeedbackStore
-from assistant.web import EXAMPLES, build_app, launch
+from assistant.frontends.web import EXAMPLES, build_app, launch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.test_browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402 - the same browser set-up as the tests

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from assistant import Assistant, Settings
-from assistant.embed import Embedder
+from assistant.embedding.embedder import Embedder
 from assistant.settings import BUNDLED_KB_DIR
 
 SHARED_KB = Path(__file__).resolve().parents[2] / "shared" / "kb"

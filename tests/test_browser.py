@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 import pytest
 
 from assistant import Assistant
-from assistant.web import EXAMPLES
+from assistant.frontends.web import EXAMPLES
 
 from .web_server import served
 

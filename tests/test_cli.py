@@ -5,7 +5,7 @@ import sys
 
 def run_cli(*args, stdin=None):
     return subprocess.run(
-        [sys.executable, "-m", "assistant.cli", *args], input=stdin, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "assistant", *args], input=stdin, capture_output=True, text=True, timeout=300
     )
 
 
@@ -21,9 +21,9 @@ def test_ask_reads_stdin_and_prints_json(bundled_index_dir, assistant):
     assert result.returncode == 0, result.stderr
     assert "Loading weights" not in result.stderr  # no library progress bars on a plain ask
     answer = json.loads(result.stdout)
-    assert answer["hits"][0]["record_id"] == "c6aeeba10bb30da8"
+    assert answer["hits"][0]["recordId"] == "c6aeeba10bb30da8"
     assert len(answer["hits"]) == 3
-    assert answer["citations"][0]["record_id"] == "c6aeeba10bb30da8"
+    assert answer["citations"][0]["recordId"] == "c6aeeba10bb30da8"
 
 
 def test_build_reports_an_up_to_date_index(bundled_index_dir, assistant):

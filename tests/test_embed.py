@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from assistant import load_records
-from assistant.embed import Embedder, record_text
+from assistant.embedding.embedder import Embedder, record_text
+from assistant.embedding.onnx import OnnxEncoder, weights_hash
 from assistant.errors import EmbedderError
-from assistant.index import MANIFEST_NAME, open_index
-from assistant.onnx_embed import OnnxEncoder, weights_hash
+from assistant.index import open_index
+from assistant.index.faiss_store import MANIFEST_NAME
 from assistant.settings import BUNDLED_KB_DIR, DEFAULT_EMBEDDER
 from tests.vectors import assert_close_to_the_float_model, assert_index_agrees_with_the_float_model
 

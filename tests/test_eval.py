@@ -54,7 +54,7 @@ def test_evaluate_scores_a_small_set(assistant, small_set):
 
 def test_cli_eval_prints_the_documented_json_shape(assistant, small_set, bundled_index_dir):
     result = subprocess.run(
-        [sys.executable, "-m", "assistant.cli", "eval", str(small_set), "--json", "--index", str(bundled_index_dir)],
+        [sys.executable, "-m", "assistant", "eval", str(small_set), "--json", "--index", str(bundled_index_dir)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -74,6 +74,6 @@ def test_cli_eval_says_which_line_is_malformed(tmp_path):
     with pytest.raises(EvalSetError, match=r"bad.jsonl:2"):
         load_eval_set(bad)
     result = subprocess.run(
-        [sys.executable, "-m", "assistant.cli", "eval", str(bad)], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "assistant", "eval", str(bad)], capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 2 and "bad.jsonl:2" in result.stderr and "Traceback" not in result.stderr

@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 
 from assistant import Assistant, Settings, load_records
-from assistant.index import EMBEDDINGS_NAME, MANIFEST_NAME, VECTORS_NAME, open_index
+from assistant.index import open_index
+from assistant.index.cache import EMBEDDINGS_NAME
+from assistant.index.faiss_store import MANIFEST_NAME, VECTORS_NAME
 
 from .conftest import read_lines, write_lines
 

@@ -18,7 +18,9 @@ import pytest
 
 from assistant import Settings
 from assistant.errors import LLMError
-from assistant.ingest import EXTRACTED_TAG, ingest, ingest_to_file, read_records
+from assistant.ingest import ingest_to_file
+from assistant.ingest.output import EXTRACTED_TAG, read_records
+from assistant.ingest.raises import ingest
 from assistant.records import INGESTED_TAG, LoadReport, load_records, record_from_dict
 from assistant.settings import BUNDLED_KB_DIR
 from tests.openai_server import OpenAIServer
@@ -343,7 +345,7 @@ def test_an_installed_package_gives_valid_records_whose_patterns_match():
 
 def run_cli(*args):
     return subprocess.run(
-        [sys.executable, "-m", "assistant.cli", *map(str, args)], capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "assistant", *map(str, args)], capture_output=True, text=True, timeout=600
     )
 
 
@@ -406,8 +408,8 @@ def test_curated_records_win_over_ingested_ones_for_the_same_raise(tmp_path):
     result = run_cli("ask", error, "--kb", kb, "--kb", out, "--index", tmp_path / "index", "--json")
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
-    assert answer["hits"][0]["record_id"] == client_check.id
-    assert answer["citations"][0]["record_id"] == client_check.id
+    assert answer["hits"][0]["recordId"] == client_check.id
+    assert answer["citations"][0]["recordId"] == client_check.id
 
 
 # --------------------------------------------------------------------------- enrichment through a local server

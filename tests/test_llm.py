@@ -205,7 +205,7 @@ def test_without_a_model_litellm_is_never_imported(assistant):
 def test_cli_ask_uses_the_model_and_api_base_flags(assistant, bundled_index_dir):
     with OpenAIServer(REPLY) as server:
         result = subprocess.run(
-            [sys.executable, "-m", "assistant.cli", "ask", "-", "--index", str(bundled_index_dir)]
+            [sys.executable, "-m", "assistant", "ask", "-", "--index", str(bundled_index_dir)]
             + ["--model", MODEL, "--api-base", server.base_url, "--top-k", "3"],
             input=PASTE,
             capture_output=True,

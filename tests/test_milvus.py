@@ -15,7 +15,7 @@ from .conftest import DEV_SET, read_lines, write_lines
 
 pytest.importorskip("milvus_lite", reason="the milvus extra is not installed: pip install -e .[milvus]")
 
-from assistant.milvus_store import open_milvus_index  # noqa: E402
+from assistant.index.milvus import open_milvus_index  # noqa: E402
 
 LIBRARIES = ("huggingface__smolagents", "ollama__ollama-python", "huggingface__peft")
 

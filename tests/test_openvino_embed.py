@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from assistant import load_records
-from assistant.embed import Embedder, record_text
+from assistant.embedding.embedder import Embedder, record_text
+from assistant.embedding.openvino import OpenVinoEncoder, calibration_texts
 from assistant.errors import EmbedderError
 from assistant.index import open_index
-from assistant.openvino_embed import OpenVinoEncoder, calibration_texts
 from assistant.settings import BUNDLED_KB_DIR, DEFAULT_EMBEDDER
 from tests.vectors import assert_close_to_the_float_model, assert_index_agrees_with_the_float_model
 

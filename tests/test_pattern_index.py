@@ -9,8 +9,8 @@ import pytest
 import regex
 
 from assistant import parse_query
-from assistant.pattern_index import PatternIndex, required_words
 from assistant.records import load_records
+from assistant.retrieval.patterns import PatternIndex, required_words
 from assistant.settings import BUNDLED_KB_DIR
 
 DEV_SET = Path(__file__).resolve().parents[2] / "shared" / "kb" / "eval" / "dev.jsonl"

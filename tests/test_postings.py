@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from assistant.postings import Postings
+from assistant.storage.postings import Postings
 
 
 def _holders(key_sets: list[set[str]], key: str) -> list[int]:
@@ -45,7 +45,7 @@ def test_a_truncated_postings_file_is_refused(tmp_path):
 
 
 def test_a_disk_array_reads_slices_without_mapping_them(tmp_path):
-    from assistant.diskarray import DiskArray
+    from assistant.storage.diskarray import DiskArray
 
     values = np.arange(1000, dtype=np.int32) * 3
     np.save(tmp_path / "a.npy", values)
@@ -59,7 +59,7 @@ def test_a_disk_array_reads_slices_without_mapping_them(tmp_path):
 
 
 def test_a_disk_array_reads_rows_of_a_matrix_in_any_order(tmp_path):
-    from assistant.diskarray import DiskArray
+    from assistant.storage.diskarray import DiskArray
 
     matrix = np.arange(60, dtype=np.float16).reshape(20, 3)
     np.save(tmp_path / "m.npy", matrix)
@@ -79,8 +79,8 @@ def test_bm25_tokens_added_a_chunk_at_a_time_index_as_tokenizing_everything_at_o
     import bm25s
 
     from assistant import load_records
+    from assistant.retrieval.signals import TokenCorpus, all_text, tokenize
     from assistant.settings import BUNDLED_KB_DIR
-    from assistant.signal_index import TokenCorpus, all_text, tokenize
 
     texts = [all_text(r) for r in load_records(BUNDLED_KB_DIR)]
     texts[10:10] = ["", "the of and"]  # no words at all, and stop words only

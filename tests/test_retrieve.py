@@ -12,8 +12,10 @@ import pytest
 from assistant import parse_query
 from assistant.index import open_index
 from assistant.records import load_records
-from assistant.retrieve import FEATURES, Retriever
-from assistant.signal_index import library_names, literal_chars, message_words
+from assistant.retrieval import Retriever
+from assistant.retrieval.features import FEATURES
+from assistant.retrieval.signals import library_names, literal_chars, message_words
+from assistant.retrieval.weights import FittedWeights, load_weights
 from tests.conftest import DEV_SET, write_lines
 
 
@@ -112,7 +114,9 @@ def toy(tmp_path_factory, embedder):
 
 def _only(signal: str, toy, embedder) -> Retriever:
     records, index = toy
-    weights = {model: {signal: 1.0} for model in ("error", "prose")}
+    fitted = load_weights()
+    only = np.array([1.0 if name == signal else 0.0 for name in FEATURES])
+    weights = FittedWeights({m: only for m in ("error", "prose")}, fitted.confidence, fitted.confidence_threshold)
     return Retriever(records, embedder, index, weights=weights)
 
 
@@ -180,7 +184,7 @@ def test_a_pattern_that_backtracks_for_seconds_is_cut_off(toy, embedder, caplog)
     records, index = toy
     retriever = Retriever(records, embedder, index)
     query = parse_query("SlowError: " + "a" * 60)
-    caplog.set_level(logging.WARNING, logger="assistant.retrieve")
+    caplog.set_level(logging.WARNING, logger="assistant.retrieval.matching")
     start = time.perf_counter()
     retriever.retrieve(query)
     assert time.perf_counter() - start < 5.0  # unguarded, (a|aa)+c on 60 letters runs for hours
@@ -301,7 +305,9 @@ def test_libraries_that_share_every_name_are_never_mentioned(tmp_path, embedder)
 
 
 def test_rank_signals_are_exact_for_the_best_records_of_a_large_knowledge_base():
-    from assistant.retrieve import RANK_DEPTH, _best, _reciprocal_rank
+    from assistant.retrieval.candidates import RANK_DEPTH
+    from assistant.retrieval.candidates import best as _best
+    from assistant.retrieval.candidates import reciprocal_rank as _reciprocal_rank
 
     rng = np.random.default_rng(0)
     values = np.round(rng.random(20 * RANK_DEPTH), 3)  # many ties
@@ -323,14 +329,15 @@ def test_rank_signals_are_exact_for_the_best_records_of_a_large_knowledge_base()
 def test_a_large_knowledge_base_scores_candidates_and_ranks_as_scoring_everything(assistant, monkeypatch):
     """Past ``full_scoring_limit`` only the candidates are scored. With candidate depths cut to 5% of the
     bundled records (a million records get 0.1%), the dev queries' best records stay the same."""
-    import assistant.retrieve as retrieve
+    import assistant.retrieval.candidates as candidates
+    import assistant.retrieval.retriever as retrieve
 
     queries = [json.loads(line)["query"] for line in DEV_SET.read_text().splitlines() if line.strip()][::4]
     full = [[h.record.id for h in assistant.retriever.retrieve(assistant.parse(q), 5).hits] for q in queries]
     monkeypatch.setattr(retrieve, "DENSE_DEPTH", 25)
-    monkeypatch.setattr(retrieve, "LEXICAL_CANDIDATES", 25)
-    monkeypatch.setattr(retrieve, "CANDIDATE_CAP", 50)
-    monkeypatch.setattr(retrieve, "LEXICAL_POSTINGS", 50)
+    monkeypatch.setattr(candidates, "LEXICAL_CANDIDATES", 25)
+    monkeypatch.setattr(candidates, "CANDIDATE_CAP", 50)
+    monkeypatch.setattr(candidates, "LEXICAL_POSTINGS", 50)
     monkeypatch.setattr(assistant.retriever, "full_scoring_limit", 0)
     sizes, agree_top, agree_five = [], 0, 0
     for q, expected in zip(queries, full, strict=True):
@@ -346,7 +353,7 @@ def test_a_large_knowledge_base_scores_candidates_and_ranks_as_scoring_everythin
 
 def test_vector_rows_are_matched_to_record_positions_and_unknown_rows_ignored():
     """The vector index may hold records the knowledge base no longer has: their rows map to -1."""
-    from assistant.retrieve import _positions_of
+    from assistant.retrieval.candidates import positions_of as _positions_of
 
     ids = np.array([b"c" * 16, b"a" * 16, b"b" * 16])
     assert _positions_of(ids, ["b" * 16, "z" * 16, "c" * 16, "a" * 16]).tolist() == [2, -1, 0, 1]

@@ -8,16 +8,11 @@ import numpy as np
 import pytest
 
 from assistant import load_records
-from assistant.embed import Embedder
-from assistant.index import (
-    EMBEDDINGS_NAME,
-    MANIFEST_NAME,
-    PARTIAL_DIR,
-    exact_top_k,
-    load_index,
-    open_index,
-    recall_at_k,
-)
+from assistant.embedding.embedder import Embedder
+from assistant.index import load_index, open_index
+from assistant.index.ann import exact_top_k, recall_at_k
+from assistant.index.cache import EMBEDDINGS_NAME, PARTIAL_DIR
+from assistant.index.faiss_store import MANIFEST_NAME
 from assistant.settings import BUNDLED_KB_DIR
 
 from .conftest import DEV_SET, read_lines

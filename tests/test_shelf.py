@@ -11,7 +11,7 @@ import pytest
 from assistant.errors import KnowledgeBaseError
 from assistant.records import INGESTED_TAG, LoadReport, load_records
 from assistant.settings import BUNDLED_KB_DIR
-from assistant.shelf import RecordShelf
+from assistant.storage.shelf import RecordShelf
 from tests.conftest import read_lines, write_lines
 
 

@@ -25,7 +25,8 @@ import pytest
 from assistant import Assistant, ConfigurationError, Settings, parse_query
 from assistant.answer import Answer, Citation
 from assistant.feedback import FeedbackStore
-from assistant.mrkdwn import (
+from assistant.frontends.slack import APOLOGY_TEXT, DRAFTING_TEXT, LOOKING_TEXT, SlackBot, question_text
+from assistant.frontends.slack_blocks import (
     BLOCKS_PER_MESSAGE,
     HELPFUL_ACTION,
     NOT_HELPFUL_ACTION,
@@ -36,7 +37,6 @@ from assistant.mrkdwn import (
     to_mrkdwn,
 )
 from assistant.settings import BUNDLED_KB_DIR
-from assistant.slack import APOLOGY_TEXT, DRAFTING_TEXT, LOOKING_TEXT, SlackBot, question_text
 
 from .conftest import read_lines, write_lines
 from .slack_server import APP_TOKEN, BOT_ID, BOT_TOKEN, BOT_USER, FakeSlack, SocketModeServer
@@ -372,7 +372,7 @@ def test_a_socket_mode_bot_needs_an_app_token(assistant, settings):
 
 def test_an_error_gets_an_apology_in_the_thread_and_the_bot_keeps_running(bot, slack, caplog):
     slack.fail_next["chat.update"] = "msg_too_long"
-    with caplog.at_level(logging.ERROR, logger="assistant.slack"):
+    with caplog.at_level(logging.ERROR, logger="assistant.frontends.slack"):
         bot.event(mention(f"<@{BOT_USER}> Agent interrupted.", ts="1700000000.000400"))
         updates = slack.wait_for("chat.update", count=2)
     assert updates[1]["text"] == APOLOGY_TEXT and updates[1]["ts"] == updates[0]["ts"]
@@ -507,7 +507,7 @@ def test_errata_slack_serves_http_mode_until_stopped(slack, tmp_path, bundled_in
         "ERRATA_FEEDBACK_DB": str(tmp_path / "fb.db"),
     }
     env.pop("SLACK_APP_TOKEN", None)
-    command = [sys.executable, "-m", "assistant.cli", "slack", "--http", "--port", str(port)]
+    command = [sys.executable, "-m", "assistant", "slack", "--http", "--port", str(port)]
     stderr = tmp_path / "stderr.txt"
     with stderr.open("w") as err:  # a file, not a pipe: a chatty child never blocks on a full pipe
         process = subprocess.Popen(
@@ -532,7 +532,7 @@ def test_errata_slack_serves_http_mode_until_stopped(slack, tmp_path, bundled_in
 def test_errata_slack_without_a_token_says_what_to_set(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLACK_") and not k.startswith("ERRATA_SLACK")}
     result = subprocess.run(
-        [sys.executable, "-m", "assistant.cli", "slack"], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "assistant", "slack"], env=env, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 2
     assert "SLACK_BOT_TOKEN" in result.stderr and "Traceback" not in result.stderr

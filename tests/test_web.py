@@ -19,9 +19,18 @@ import pytest
 from gradio_client import Client
 
 from assistant import Assistant, ConfigurationError
-from assistant.cli import main
 from assistant.feedback import FeedbackStore
-from assistant.web import EXAMPLES, OFFLINE, ChatState, WebChat, build_app, launch, sources_html, user_markdown
+from assistant.frontends.cli import main
+from assistant.frontends.web import (
+    EXAMPLES,
+    OFFLINE,
+    ChatState,
+    WebChat,
+    build_app,
+    launch,
+    sources_html,
+    user_markdown,
+)
 
 from .openai_server import OpenAIServer
 from .web_server import free_port, served

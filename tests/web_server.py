@@ -10,7 +10,7 @@ from pathlib import Path
 
 from assistant import Assistant
 from assistant.feedback import FeedbackStore
-from assistant.web import build_app, launch
+from assistant.frontends.web import build_app, launch
 
 
 def free_port() -> int:

@@ -17,20 +17,21 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .diskfiles import build_lock
-from .embed import Embedder
+from .embedding.embedder import Embedder
 from .errors import IndexBuildError
-from .index import MANIFEST_NAME, BuildReport, VectorIndex, load_index, open_index
-from .records import LoadReport, kb_files
-from .settings import Settings
-from .shelf import RecordShelf
-from .signal_index import SignalIndex
+from .index import BuildReport, VectorStore, load_index, open_index
+from .index.faiss_store import MANIFEST_NAME
+from .records import LoadReport, kb_files, load_records
+from .retrieval.signals import SignalIndex
+from .settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR, PACKAGE_DIR, Settings
+from .storage.files import atomic_path, build_lock
+from .storage.shelf import RecordShelf
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ class OpenedKnowledgeBase:
 
     records: RecordShelf
     load_report: LoadReport
-    vector_index: VectorIndex
+    vector_index: VectorStore
     build_report: BuildReport
     signals: SignalIndex
     from_snapshot: bool
@@ -102,7 +103,7 @@ def _manifest_stamp(index_dir: Path) -> dict[str, int] | None:
 
 def _trusted_vectors(
     index_dir: Path, embedder: Embedder, settings: Settings, stamp: dict | None, count: int
-) -> VectorIndex | None:
+) -> VectorStore | None:
     """The FAISS index as saved, when its manifest is the one the snapshot was made with."""
     if settings.store or stamp is None or stamp != _manifest_stamp(index_dir):
         return None
@@ -172,3 +173,59 @@ def _write(
         finally:
             shutil.rmtree(fresh, ignore_errors=True)
             shutil.rmtree(old, ignore_errors=True)
+
+
+# --- keeping the bundled knowledge base in step with the curated one in ../shared/kb ---------------
+
+DEFAULT_SOURCE = PACKAGE_DIR.parent.parent / "shared" / "kb" / "records"
+
+
+@dataclass
+class RefreshReport:
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    records: int = 0
+
+    def summary(self) -> str:
+        if not (self.added or self.changed or self.removed):
+            return f"bundled knowledge base already up to date ({self.records} records)"
+        parts = [f"{len(self.added)} file(s) added", f"{len(self.changed)} changed", f"{len(self.removed)} removed"]
+        return f"bundled knowledge base refreshed: {', '.join(parts)}; {self.records} records"
+
+
+def refresh_bundled_kb(
+    source: Path, target: Path = BUNDLED_KB_DIR, eval_target: Path = BUNDLED_EVAL_DIR
+) -> RefreshReport:
+    """Copy ``source``'s ``*.jsonl`` over the bundled copy, only after every record validates; the eval sets
+    beside it (``source/../eval/*.jsonl``) go to ``eval_target``, so tests run in a clone on its own.
+
+    Validation is strict, so a bad upstream line never replaces a good bundled file.
+    """
+    records = load_records([source], strict=True)
+    report = RefreshReport(records=len(records))
+    _mirror(kb_files([source]), target, report)
+    eval_dir = Path(source).parent / "eval"
+    if eval_dir.is_dir():
+        _mirror(sorted(eval_dir.glob("*.jsonl")), eval_target, report)
+    return report
+
+
+def _mirror(files: list[Path], target: Path, report: RefreshReport) -> None:
+    """Make ``target``'s ``*.jsonl`` the same as ``files`` (added, changed and stale ones noted)."""
+    target.mkdir(parents=True, exist_ok=True)
+    wanted = {p.name: p for p in files}
+    for name, path in sorted(wanted.items()):
+        destination = target / name
+        if not destination.exists():
+            report.added.append(name)
+        elif destination.read_bytes() != path.read_bytes():
+            report.changed.append(name)
+        else:
+            continue
+        with atomic_path(destination) as tmp:
+            shutil.copyfile(path, tmp)
+    for stale in sorted(target.glob("*.jsonl")):
+        if stale.name not in wanted:
+            stale.unlink()
+            report.removed.append(stale.name)

@@ -8,23 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import EmbedderError
-from .records import Record
-from .settings import DEFAULT_EMBEDDER
-
-
-def record_text(record: Record) -> str:
-    """What a record is embedded as: what people paste (class, message), then where they meet it and what
-    it means (questions describe situations; with ``commonSituations`` second, question Hit@1 on the dev
-    set rose from 0.907 to 0.919, cross-validated 0.898 to 0.915)."""
-    parts = [
-        f"{record.error_class}: {record.error_message}",
-        record.common_situations or "",
-        record.documentation,
-        record.trigger_scenarios or "",
-    ]
-    return "\n".join(part.strip() for part in parts if part and part.strip())
-
+from ..errors import EmbedderError
+from ..records import Record
+from ..settings import DEFAULT_EMBEDDER
+from .text import record_text
 
 INT8_SUFFIX = "-int8"  # e.g. bundled:all-MiniLM-L6-v2-int8: the same weights, Linear layers in int8
 ONNX_SUFFIX = "-onnx"  # e.g. bundled:all-MiniLM-L6-v2-onnx: exported here, run by ONNX Runtime
@@ -126,10 +113,10 @@ class Embedder:
             if not Path(name).is_dir():
                 raise EmbedderError(f"the {suffix} embedders need a local model folder; {name!r} is not one")
             if self.runtime == "openvino-int8":
-                from .openvino_embed import OpenVinoEncoder
+                from .openvino import OpenVinoEncoder
 
                 return OpenVinoEncoder(Path(name), cache_dir=self.cache_dir)
-            from .onnx_embed import OnnxEncoder
+            from .onnx import OnnxEncoder
 
             return OnnxEncoder(Path(name), int8=self.runtime == "onnx-int8", cache_dir=self.cache_dir)
         from sentence_transformers import SentenceTransformer

@@ -7,12 +7,8 @@ This module only turns clicks into calls of :class:`~assistant.api.Assistant` an
 
 from __future__ import annotations
 
-import dataclasses
-import html
 import logging
 import os
-import re
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,15 +18,16 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from .answer import Answer  # noqa: E402
-from .api import Assistant  # noqa: E402
-from .errors import ConfigurationError, ErrataError  # noqa: E402
-from .feedback import FeedbackStore  # noqa: E402
-from .settings import Settings  # noqa: E402
+from ..answer import Answer  # noqa: E402
+from ..api import OFFLINE as API_OFFLINE  # noqa: E402
+from ..api import Assistant, configure_serving_threads  # noqa: E402
+from ..errors import ConfigurationError, ErrataError  # noqa: E402
+from ..feedback import FeedbackStore  # noqa: E402
+from ..settings import Settings  # noqa: E402
+from .web_render import MAX_SOURCES, answer_markdown, citations_json, sources_html, user_markdown  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
-MAX_SOURCES = 10
 OFFLINE = "offline (from the records, no LLM)"
 
 EXAMPLES = [
@@ -74,130 +71,6 @@ HEAD = "<style>@media (max-width: 640px) { .gradio-container .main.app { padding
 THEME = gr.themes.Soft(primary_hue="indigo")
 
 
-# --- rendering: Answer -> markdown for the chat, HTML for the source cards, JSON for the API ---
-
-
-def user_markdown(text: str) -> str:
-    """The pasted text as the user sees it in the chat: multi-line pastes keep their layout in a code block."""
-    text = text.strip("\n")
-    if "\n" not in text:
-        return text
-    longest_run = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest_run + 1)
-    return f"{fence}text\n{text}\n{fence}"
-
-
-def answer_markdown(answer: Answer) -> str:
-    """The final chat message: the answer, then one line saying how sure errata is."""
-    if not answer.hits:
-        return answer.text
-    if answer.grounded:
-        footer = f"*Confidence {answer.confidence:.2f} · sources beside the chat.*"
-    else:
-        footer = "⚠️ *No confident match: the records beside the chat are only possibly related.*"
-    return f"{answer.text}\n\n{footer}"
-
-
-def citations_json(answer: Answer) -> list[dict[str, Any]]:
-    """The citations as the API returns them (record id, repo, errorClass, githubUrl, ...)."""
-    return [
-        {
-            "number": c.number,
-            "recordId": c.record_id,
-            "repo": c.repo,
-            "errorClass": c.error_class,
-            "githubUrl": c.github_url,
-            "solution": c.solution,
-        }
-        for c in answer.citations
-    ]
-
-
-def _esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _safe_url(url: str | None) -> str | None:
-    return url if url and url.startswith(("https://", "http://")) else None
-
-
-def _card(hit: Any, number: int | None, confidence: float | None) -> str:
-    """One source card: what the record is, where the code is, how to fix it."""
-    r = hit.record
-    label = f"[{number}] " if number is not None else ""
-    meta = [_esc(r.repo), f"{_esc(r.file_path)}:{r.line_number}"]
-    if confidence is not None:
-        meta.append(f"confidence {confidence:.2f}")
-    if hit.why:
-        meta.append("matched by " + _esc(", ".join(hit.why)))
-    parts = [
-        '<div class="errata-card">',
-        f"<h4>{label}{_esc(r.error_class)}</h4>",
-        f'<div class="meta">{" · ".join(meta)}</div>',
-        f'<div class="msg">{_esc(r.error_message)}</div>',
-    ]
-    if r.solutions:
-        parts.append("<ol>" + "".join(f"<li>{_esc(s)}</li>" for s in r.solutions) + "</ol>")
-    url = _safe_url(r.github_url)
-    if url:
-        parts.append(
-            f'<a class="code-link" href="{_esc(url)}" target="_blank" rel="noopener noreferrer">'
-            f"View the code on GitHub ↗</a>"
-        )
-    if r.source_code:
-        parts.append(
-            f"<details><summary>Code excerpt ({_esc(r.file_path)})</summary>"
-            f"<pre><code>{_esc(r.source_code)}</code></pre></details>"
-        )
-    parts.append("</div>")
-    return "".join(parts)
-
-
-def _also_considered(hits: list[Any]) -> list[str]:
-    """The remaining hits, folded away so that the cited ones stay in view (on a phone especially)."""
-    if not hits:
-        return []
-    return [
-        f"<details><summary>Also considered ({len(hits)})</summary>",
-        *(_card(h, None, None) for h in hits),
-        "</details>",
-    ]
-
-
-def sources_html(answer: Answer | None, *, pending: bool = False) -> str:
-    """The panel beside the chat: a banner for how sure errata is, then a card per source."""
-    if pending:
-        return '<div class="errata-sources"><p class="errata-empty">Searching the knowledge base…</p></div>'
-    if answer is None:
-        return '<div class="errata-sources"><p class="errata-empty">Sources for the answer appear here.</p></div>'
-    if not answer.hits:
-        return '<div class="errata-sources"><p class="errata-empty">No sources: nothing to search for yet.</p></div>'
-    parts = ['<div class="errata-sources">']
-    if answer.grounded:
-        by_id = {h.record.id: h for h in answer.hits}
-        cited = [(c.number, by_id[c.record_id]) for c in answer.citations if c.record_id in by_id]
-        cited_ids = {h.record.id for _, h in cited}
-        others = [h for h in answer.hits if h.record.id not in cited_ids]
-        parts.append(
-            f'<div class="errata-banner ok">Sources ({len(cited)} cited)'
-            f"<small>Answer confidence {answer.confidence:.2f}</small></div>"
-        )
-        parts += [_card(hit, n, answer.confidence if n == 1 else None) for n, hit in cited]
-        parts += _also_considered(others)
-    else:
-        parts.append(
-            '<div class="errata-banner unsure">No confident match'
-            f"<small>Confidence {answer.confidence:.2f}. These records are only possibly related.</small></div>"
-        )
-        numbers = {c.record_id: c.number for c in answer.citations}
-        related = [h for h in answer.hits if h.record.id in numbers] or answer.hits[:3]
-        parts += [_card(hit, numbers.get(hit.record.id), None) for hit in related]
-        others = [h for h in answer.hits if h not in related]
-        parts += _also_considered(others)
-    parts.append("</div>")
-    return "".join(parts)
-
-
 # --- the chat's behaviour, independent of the page layout ---
 
 
@@ -229,29 +102,16 @@ class WebChat:
         configured = [m for m in (self.settings.model, *self.settings.fallback_models) if m]
         # The model menu: the configured models, plus answers composed offline from the records.
         self.models = [*dict.fromkeys(configured), OFFLINE] if configured else []
-        self._by_model: dict[str, Assistant] = {}
-        self._lock = threading.Lock()
 
     @property
     def model_choice_enabled(self) -> bool:
         return bool(self.models)
 
-    def assistant_for(self, model: str | None) -> Assistant:
-        """The Assistant drafting with ``model``: the main one, or one made on first use that shares its
-        embedder. A model other than the main one is called like a fallback (without the main api_base)."""
-        if not model or model == self.settings.model or model not in self.models:
-            return self.assistant
-        with self._lock:
-            if model not in self._by_model:
-                if model == OFFLINE:
-                    settings = dataclasses.replace(self.settings, model=None, fallback_models=())
-                else:
-                    settings = dataclasses.replace(self.settings, model=model, api_base=None, fallback_models=())
-                self._by_model[model] = Assistant(settings, embedder=self.assistant.embedder)
-            return self._by_model[model]
-
     def stream(self, text: str, k: int | None = None, model: str | None = None) -> Iterator[str | Answer]:
-        return self.assistant_for(model).ask_stream(text, k)
+        """The one Assistant answers for every model in the menu; a model other than the configured one
+        is called like a fallback (on its provider's own endpoint)."""
+        chosen = API_OFFLINE if model == OFFLINE else (model if model in self.models else None)
+        return self.assistant.ask_stream(text, k, model=chosen)
 
     def respond(
         self, text: str, history: list[dict[str, Any]], state: ChatState, k: float, model: str | None
@@ -442,6 +302,7 @@ def serve(settings: Settings) -> None:
     """Build or load the index (with a progress bar), then serve the chat until interrupted."""
     print(f"errata: loading the knowledge base and the index in {settings.index_dir} …", flush=True)
     assistant = Assistant(settings, show_progress=True)
+    configure_serving_threads(settings)
     print(f"errata: {assistant.build_report.summary()}", flush=True)
     demo = build_app(assistant)
     url = launch(demo, settings, block=False, quiet=True)

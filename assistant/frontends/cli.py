@@ -9,8 +9,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .errors import ErrataError
-from .settings import Settings
+from ..errors import ErrataError
+from ..settings import Settings
 
 Command = Callable[[argparse.Namespace, Settings], int]
 COMMANDS: dict[str, Command] = {}
@@ -151,10 +151,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 @command("ask")
 def _ask(args: argparse.Namespace, settings: Settings) -> int:
-    from .api import Assistant
+    from ..api import Assistant, configure_serving_threads
 
     text = sys.stdin.buffer.read().decode("utf-8", errors="replace") if args.text == "-" else args.text
     assistant = Assistant(settings, show_progress=sys.stderr.isatty())
+    configure_serving_threads(settings)
     if args.json:
         print(json.dumps(assistant.ask(text).to_dict(), indent=2, ensure_ascii=False))
         return 0
@@ -174,8 +175,8 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
 
 @command("build")
 def _build(args: argparse.Namespace, settings: Settings) -> int:
-    from .embed import Embedder
-    from .snapshot import open_knowledge_base
+    from ..embedding.embedder import Embedder
+    from ..knowledge_base import open_knowledge_base
 
     embedder = Embedder(settings.embedder, batch_size=settings.embed_batch_size)
     # The same path a server takes at start: the vector index, then the signal index saved beside it.
@@ -195,18 +196,20 @@ def _build(args: argparse.Namespace, settings: Settings) -> int:
 
 @command("eval")
 def _eval(args: argparse.Namespace, settings: Settings) -> int:
-    from .api import Assistant
-    from .evaluate import evaluate, load_eval_set
+    from ..api import Assistant, configure_serving_threads
+    from ..evaluate import evaluate, load_eval_set
 
     queries = load_eval_set(args.file)
-    report = evaluate(Assistant(settings, show_progress=sys.stderr.isatty()), queries)
+    assistant = Assistant(settings, show_progress=sys.stderr.isatty())
+    configure_serving_threads(settings)  # latency as a server measures it
+    report = evaluate(assistant, queries)
     print(json.dumps(report.to_dict()) if args.json else report.table())
     return 0
 
 
 @command("refresh-kb")
 def _refresh_kb(args: argparse.Namespace, settings: Settings) -> int:
-    from .kb import DEFAULT_SOURCE, refresh_bundled_kb
+    from ..knowledge_base import DEFAULT_SOURCE, refresh_bundled_kb
 
     changes = refresh_bundled_kb(args.source or DEFAULT_SOURCE)
     print(changes.summary())
@@ -215,7 +218,7 @@ def _refresh_kb(args: argparse.Namespace, settings: Settings) -> int:
 
 @command("ingest")
 def _ingest(args: argparse.Namespace, settings: Settings) -> int:
-    from .ingest import ingest_to_file
+    from ..ingest import ingest_to_file
 
     report = ingest_to_file(
         args.output,
@@ -242,7 +245,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
 @command("feedback")
 def _feedback(args: argparse.Namespace, settings: Settings) -> int:
-    from .feedback import FeedbackStore
+    from ..feedback import FeedbackStore
 
     store = FeedbackStore(args.db or settings.feedback_db)
     count = store.export_jsonl(args.output)

@@ -1,4 +1,4 @@
-"""Writing index files safely: atomic replacement, a build lock, and size plus checksum checks."""
+"""Writing files safely: the one atomic replacement helper, a build lock, and size plus checksum checks."""
 
 from __future__ import annotations
 
@@ -10,14 +10,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import IndexBuildError
+from ..errors import IndexBuildError
 
 CHECKSUM_LIMIT = 256 * 1024 * 1024  # larger files are checked by size only
 
 
 @contextlib.contextmanager
-def atomic_path(final: Path) -> Iterator[Path]:
-    """A temporary path beside ``final``, renamed onto it when the block succeeds."""
+def atomic_path(final: Path, *, mode: int | None = None) -> Iterator[Path]:
+    """A temporary path beside ``final``, flushed to disk and renamed onto it when the block succeeds, so a
+    crash leaves the old file or the new one, never half of one; the temporary file is removed either way.
+    ``mode``: permissions of the result (temporary files are private to their owner)."""
     fd, name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
     os.close(fd)
     tmp = Path(name)
@@ -25,6 +27,8 @@ def atomic_path(final: Path) -> Iterator[Path]:
         yield tmp
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, final)
     finally:
         tmp.unlink(missing_ok=True)

@@ -13,35 +13,19 @@ import ast
 import hashlib
 import importlib.metadata
 import importlib.util
-import json
-import os
 import re
-import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
-from .errors import ConfigurationError
-from .extract import (
-    WORD_RE,
-    Finding,
-    Helpers,
-    Part,
-    find_in_source,
-    literal_text,
-    message_helpers,
-    message_pattern,
-    render_message,
-)
-from .records import INGESTED_TAG, Record, record_from_dict
-from .settings import Settings
+from ..errors import ConfigurationError
+from ..records import INGESTED_TAG, Record, record_from_dict
+from .extract import Finding, Helpers, find_in_source, message_helpers
+from .messages import WORD_RE, Part, literal_text, message_pattern, render_message
+from .output import EXTRACTED_TAG, IngestReport
 
-EXTRACTED_TAG = "extracted"
-# Records whose documentation an LLM wrote (see assistant/enrich.py); kept when ingesting again.
-ENRICHED_TAG = "enriched"
 CONTEXT_LINES = 8
 _STOPWORDS = frozenset({"a", "an", "the", "of", "to", "is", "be", "in", "for", "and", "or", "on", "at", "by", "it"})
 # An advice clause: it starts with an imperative (after an optional "please" / "you must" ...) or says
@@ -53,51 +37,6 @@ _ADVICE_RE = re.compile(
     re.IGNORECASE,
 )
 _ADVICE_ANYWHERE_RE = re.compile(r"\bpip install\b|\binstead\b|\bplease\b", re.IGNORECASE)
-
-
-@dataclass
-class IngestReport:
-    """What one ingest run found: counts a user wants to see, and why messages were skipped."""
-
-    root: str = ""
-    files: int = 0
-    unparsable_files: list[str] = field(default_factory=list)
-    records: int = 0
-    skipped: Counter[str] = field(default_factory=Counter)
-    seconds: float = 0.0
-    # Enrichment: records kept from an earlier run, enriched now, and left as extracted after failures.
-    kept_enriched: int = 0
-    enriched: int = 0
-    enrich_failed: int = 0
-
-    @property
-    def skipped_total(self) -> int:
-        return sum(self.skipped.values())
-
-    def summary(self) -> str:
-        reasons = ", ".join(f"{n} {why}" for why, n in sorted(self.skipped.items()))
-        text = f"{self.records} record(s) from {self.files} file(s) under {self.root}"
-        text += f"; skipped {self.skipped_total} message(s)" + (f" ({reasons})" if reasons else "")
-        if self.unparsable_files:
-            text += f"; {len(self.unparsable_files)} file(s) could not be parsed"
-        if self.kept_enriched or self.enriched or self.enrich_failed:
-            text += f"; enriched {self.enriched} now, kept {self.kept_enriched} enriched earlier"
-            text += f", {self.enrich_failed} left as extracted after invalid replies" if self.enrich_failed else ""
-        return text
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "root": self.root,
-            "files": self.files,
-            "records": self.records,
-            "skipped": self.skipped_total,
-            "skipped_by_reason": dict(self.skipped),
-            "unparsable_files": self.unparsable_files,
-            "seconds": round(self.seconds, 3),
-            "kept_enriched": self.kept_enriched,
-            "enriched": self.enriched,
-            "enrich_failed": self.enrich_failed,
-        }
 
 
 # --------------------------------------------------------------------------- records
@@ -374,69 +313,3 @@ def ingest(
     report.records = len(records)
     report.seconds = time.perf_counter() - started
     return records, report
-
-
-def write_records(path: str | Path, records: Iterable[Record]) -> Path:
-    """Write records as knowledge-base JSONL, atomically (a crash leaves the old file whole)."""
-    path = Path(path).expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            for record in records:
-                out.write(record.to_json_line() + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def read_records(path: str | Path) -> list[Record]:
-    """Records already in an output file (for resuming); an absent file holds none."""
-    path = Path(path).expanduser()
-    if not path.exists():
-        return []
-    records = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-            records.append(record_from_dict(data.get("record", data), source=f"{path}:{lineno}"))
-        except (ValueError, AttributeError):
-            continue
-    return records
-
-
-def ingest_to_file(
-    output: str | Path,
-    path: str | Path | None = None,
-    *,
-    package: str | None = None,
-    repo: str | None = None,
-    sha: str | None = None,
-    enrich: bool = False,
-    settings: Settings | None = None,
-    batch_size: int = 5,
-    show_progress: bool = False,
-) -> IngestReport:
-    """Ingest into ``output``; records already enriched there (same id) are kept, not redone.
-
-    With ``enrich`` the configured LLM then fills in each remaining record, writing ``output`` after
-    every batch, so an interrupted run continues where it stopped.
-    """
-    if enrich and (settings is None or not settings.model):
-        raise ConfigurationError("--enrich needs an LLM: pass --model NAME (litellm name) or set ERRATA_MODEL")
-    records, report = ingest(path, package=package, repo=repo, sha=sha)
-    earlier = {r.id: r for r in read_records(output) if ENRICHED_TAG in r.tags}
-    records = [earlier.get(r.id, r) for r in records]
-    report.kept_enriched = sum(r.id in earlier for r in records)
-    write_records(output, records)
-    if enrich and settings is not None:
-        from .enrich import enrich_records
-
-        enrich_records(
-            records, settings, output=output, batch_size=batch_size, show_progress=show_progress, report=report
-        )
-    return report

@@ -16,11 +16,11 @@ from typing import Any
 
 from tqdm import tqdm
 
-from .errors import ConfigurationError, LLMError
-from .ingest import ENRICHED_TAG, EXTRACTED_TAG, IngestReport, write_records
-from .llm import ChatModel, complete_text
-from .records import Record, record_from_dict
-from .settings import Settings
+from ..errors import ConfigurationError, LLMError
+from ..llm import ChatModel, complete_text
+from ..records import Record, record_from_dict
+from ..settings import Settings
+from .output import ENRICHED_TAG, EXTRACTED_TAG, IngestReport, write_records
 
 HANDLING_STRATEGIES = ("try-catch", "validation", "configuration", "retry", "fallback", "upgrade", "type-guard")
 # Fields the model writes: JSON name -> "str" or "list".

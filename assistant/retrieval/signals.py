@@ -21,11 +21,11 @@ import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 from tqdm import tqdm
 
-from .diskarray import DiskArray
-from .pattern_index import PatternIndex
-from .postings import Postings, PostingsBuilder
-from .query import normalize_library
-from .records import Record
+from ..query import normalize_library
+from ..records import Record
+from ..storage.diskarray import DiskArray
+from ..storage.postings import Postings, PostingsBuilder
+from .patterns import PatternIndex
 
 FORMAT = 1
 # Only this much of a message is read for its literal words (the Retriever reads queries the same way).

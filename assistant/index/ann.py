@@ -13,7 +13,7 @@ from typing import Any
 import faiss
 import numpy as np
 
-from .diskarray import DiskArray
+from ..storage.diskarray import DiskArray
 
 EXACT_LIMIT = 100_000  # up to this many records the index is exact
 TARGET_RECALL = 0.99  # recall@10 the ANN index is calibrated to (the promise is 0.98; this leaves margin)

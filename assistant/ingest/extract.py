@@ -4,198 +4,21 @@ A message is kept as parts, literal text and ``{expr}`` placeholders, whether th
 literal, an f-string, a ``%`` or ``.format`` string, a local variable assigned one of those, or a call
 of a module-level helper that only returns one. :func:`find_in_source` gives a :class:`Finding` per
 usable raise / ``warnings.warn`` / ``logger.error|warning`` call, with the function and guards around it;
-``assistant.ingest`` turns findings into records.
+``raises`` turns findings into records; ``messages`` holds the message parts.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-import string
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 
-# A message needs this much literal text to be worth retrieving on.
-MIN_LETTERS = 10
-MIN_WORDS = 2
-WORD_RE = re.compile(r"[A-Za-z]{2,}")
+from .messages import Part, Placeholder, is_retrievable, merge_parts, message_parts, unparse
+
 _LOG_LEVELS = {"error": "error", "exception": "error", "critical": "critical", "warning": "warning", "warn": "warning"}
 _LOGGER_NAME_RE = re.compile(r"(?:^|_)(?:log|logger)$", re.IGNORECASE)
 _MESSAGE_KEYWORDS = ("message", "msg", "detail")
-_PERCENT_RE = re.compile(
-    r"%(?:\((?P<key>[^)]*)\))?[#0\- +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?(?P<conv>[diouxXeEfFgGcrsa%])"
-)
-
-
-@dataclass(frozen=True)
-class Placeholder:
-    """A part of a message only known at run time, written as ``{expr}``."""
-
-    expr: str
-
-
-Part = str | Placeholder
-
-
-def render_message(parts: Iterable[Part]) -> str:
-    """The message as written in the source, placeholders as ``{expr}``."""
-    return "".join(p if isinstance(p, str) else "{" + p.expr + "}" for p in parts)
-
-
-def message_pattern(parts: Iterable[Part]) -> str:
-    """A regex for the rendered message: literal text escaped, placeholders as ``(.+?)``.
-
-    The pattern starts and ends on literal text (leading and trailing placeholders are dropped) rather
-    than on ``^``/``$``: the retriever searches it inside a pasted error line, which may quote the
-    message, prefix it or join its wrapped lines. Whitespace runs match any whitespace for the same reason.
-    """
-    parts = _merge_parts(parts)
-    while parts and isinstance(parts[0], Placeholder):
-        parts.pop(0)
-    while parts and isinstance(parts[-1], Placeholder):
-        parts.pop()
-    if not parts:
-        return ""
-    parts[0] = parts[0].lstrip()
-    parts[-1] = parts[-1].rstrip()
-    out = []
-    for part in parts:
-        if isinstance(part, Placeholder):
-            out.append("(.+?)")
-        else:
-            pieces = re.split(r"(\s+)", part)
-            out.append(
-                "".join(re.escape(p) if i % 2 == 0 else " " if p == " " else r"\s+" for i, p in enumerate(pieces))
-            )
-    return "".join(out)
-
-
-def literal_text(parts: Iterable[Part]) -> str:
-    return " ".join(p for p in parts if isinstance(p, str))
-
-
-def is_retrievable(parts: list[Part]) -> bool:
-    """Enough literal words to find the message by: a bare ``{e}`` or ``"failed: {e}"`` is not."""
-    words = WORD_RE.findall(literal_text(parts))
-    return len(words) >= MIN_WORDS and sum(len(w) for w in words) >= MIN_LETTERS
-
-
-def _merge_parts(parts: Iterable[Part]) -> list[Part]:
-    merged: list[Part] = []
-    for part in parts:
-        if isinstance(part, str) and not part:
-            continue
-        if merged and isinstance(part, str) and isinstance(merged[-1], str):
-            merged[-1] += part
-        elif merged and isinstance(part, Placeholder) and isinstance(merged[-1], Placeholder):
-            merged[-1] = Placeholder(merged[-1].expr + "}{" + part.expr)
-        else:
-            merged.append(part)
-    return merged
-
-
-def message_parts(node: ast.expr, extra_args: list[ast.expr] | None = None) -> list[Part] | None:
-    """The parts of a message expression, or None when it is not built from a string literal.
-
-    ``extra_args`` are logging-style arguments (``logger.error("x %s", y)``) for ``%`` placeholders.
-    """
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        if extra_args:
-            return _percent_parts(node.value, extra_args)
-        return [node.value]
-    if isinstance(node, ast.JoinedStr):
-        return _fstring_parts(node)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-        if isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
-            right = node.right
-            args = list(right.elts) if isinstance(right, ast.Tuple) else [right]
-            return _percent_parts(node.left.value, args, mapping=right if isinstance(right, ast.Dict) else None)
-        return None
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left = message_parts(node.left) or [Placeholder(_unparse(node.left))]
-        right = message_parts(node.right) or [Placeholder(_unparse(node.right))]
-        parts = left + right
-        return parts if any(isinstance(p, str) and p for p in parts) else None
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "format"
-        and isinstance(node.func.value, ast.Constant)
-        and isinstance(node.func.value.value, str)
-    ):
-        return _format_parts(node.func.value.value, node.args, node.keywords)
-    return None
-
-
-def _unparse(node: ast.AST) -> str:
-    return ast.unparse(node).strip()
-
-
-def _fstring_parts(node: ast.JoinedStr) -> list[Part]:
-    parts: list[Part] = []
-    for value in node.values:
-        if isinstance(value, ast.Constant):
-            parts.append(str(value.value))
-        elif isinstance(value, ast.FormattedValue):
-            expr = _unparse(value.value)
-            if value.conversion != -1:
-                expr += "!" + chr(value.conversion)
-            if value.format_spec is not None:
-                expr += ":" + render_message(_fstring_parts(value.format_spec))  # type: ignore[arg-type]
-            parts.append(Placeholder(expr))
-    return parts
-
-
-def _percent_parts(text: str, args: list[ast.expr], mapping: ast.Dict | None = None) -> list[Part]:
-    keyed = {}
-    if mapping is not None:
-        keyed = {k.value: v for k, v in zip(mapping.keys, mapping.values, strict=False) if isinstance(k, ast.Constant)}
-    parts: list[Part] = []
-    position = 0
-    index = 0
-    for m in _PERCENT_RE.finditer(text):
-        parts.append(text[position : m.start()])
-        position = m.end()
-        if m["conv"] == "%":
-            parts.append("%")
-            continue
-        if m["key"] is not None:
-            expr = _unparse(keyed[m["key"]]) if m["key"] in keyed else m["key"]
-        elif index < len(args) and not isinstance(args[index], ast.Starred):
-            expr = _unparse(args[index])
-        else:
-            expr = f"args[{index}]"
-        index += 1
-        parts.append(Placeholder(expr + ("!r" if m["conv"] == "r" else "")))
-    parts.append(text[position:])
-    return parts
-
-
-def _format_parts(text: str, args: list[ast.expr], keywords: list[ast.keyword]) -> list[Part] | None:
-    named = {kw.arg: kw.value for kw in keywords if kw.arg}
-    parts: list[Part] = []
-    auto = 0
-    try:
-        parsed = list(string.Formatter().parse(text))
-    except ValueError:
-        return None
-    for literal, field_name, spec, conversion in parsed:
-        parts.append(literal)
-        if field_name is None:
-            continue
-        head = re.match(r"[^.\[]*", field_name).group(0)  # type: ignore[union-attr]
-        rest = field_name[len(head) :]
-        if head == "":
-            head, auto = str(auto), auto + 1
-        if head.isdigit():
-            i = int(head)
-            base = _unparse(args[i]) if i < len(args) and not isinstance(args[i], ast.Starred) else head
-        else:
-            base = _unparse(named[head]) if head in named else head
-        expr = base + rest + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
-        parts.append(Placeholder(expr))
-    return parts
 
 
 # --------------------------------------------------------------------------- the walk
@@ -254,8 +77,8 @@ def _helper_parts(call: ast.Call, helpers: Helpers) -> list[Part] | None:
     if found is None:
         return None
     params, parts = found
-    bound = {p: _unparse(a) for p, a in zip(params, call.args, strict=False) if not isinstance(a, ast.Starred)}
-    bound.update({kw.arg: _unparse(kw.value) for kw in call.keywords if kw.arg})
+    bound = {p: unparse(a) for p, a in zip(params, call.args, strict=False) if not isinstance(a, ast.Starred)}
+    bound.update({kw.arg: unparse(kw.value) for kw in call.keywords if kw.arg})
     out: list[Part] = []
     for part in parts:
         if isinstance(part, Placeholder):
@@ -384,7 +207,7 @@ class _Walker:
                 kind=kind,
                 error_class=error_class,
                 severity=severity,
-                parts=_merge_parts(parts),
+                parts=merge_parts(parts),
                 line=node.lineno,
                 end_line=getattr(node, "end_lineno", None) or node.lineno,
                 qualname=".".join(ctx.scope),
@@ -432,16 +255,16 @@ _FLIPPED = {
 
 def _guard_text(kind: str, node: ast.AST | None) -> str:
     if kind == "except":
-        return f"except {_unparse(node)}" if node is not None else "except"
-    return _negate(node) if kind == "not" else _unparse(node)  # type: ignore[arg-type]
+        return f"except {unparse(node)}" if node is not None else "except"
+    return _negate(node) if kind == "not" else unparse(node)  # type: ignore[arg-type]
 
 
 def _negate(test: ast.AST) -> str:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _unparse(test.operand)
+        return unparse(test.operand)
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _FLIPPED:
-        return f"{_unparse(test.left)} {_FLIPPED[type(test.ops[0])]} {_unparse(test.comparators[0])}"
-    return f"not ({_unparse(test)})"
+        return f"{unparse(test.left)} {_FLIPPED[type(test.ops[0])]} {unparse(test.comparators[0])}"
+    return f"not ({unparse(test)})"
 
 
 def _http_status(call: ast.Call) -> int | None:
@@ -459,7 +282,7 @@ def _callee_name(node: ast.expr) -> str:
         return node.attr
     if isinstance(node, ast.Call):
         return _callee_name(node.func)
-    return _unparse(node)
+    return unparse(node)
 
 
 def _keyword(node: ast.Call, name: str) -> ast.expr | None:

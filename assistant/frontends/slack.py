@@ -25,10 +25,11 @@ from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_bolt.error import BoltError
 from slack_sdk import WebClient
 
-from .answer import Answer
-from .errors import ConfigurationError, ErrataError
-from .feedback import FeedbackStore
-from .mrkdwn import (
+from ..answer import Answer
+from ..errors import ConfigurationError, ErrataError
+from ..feedback import FeedbackStore
+from ..settings import Settings
+from .slack_blocks import (
     BLOCKS_PER_MESSAGE,
     FEEDBACK_ACTION_PREFIX,
     HELPFUL_ACTION,
@@ -39,12 +40,11 @@ from .mrkdwn import (
     split_text,
     to_mrkdwn,
 )
-from .settings import Settings
 
 if TYPE_CHECKING:
     from slack_bolt.adapter.socket_mode import SocketModeHandler
 
-    from .api import Assistant
+    from ..api import Assistant
 
 logger = logging.getLogger(__name__)
 
@@ -379,11 +379,12 @@ def run(settings: Settings, mode: str | None = None) -> None:
 
     Without ``mode``, Socket Mode is used when ``SLACK_APP_TOKEN`` is set, else HTTP mode.
     """
-    from .api import Assistant
+    from ..api import Assistant, configure_serving_threads
 
     mode = mode or ("socket" if settings.slack_app_token else "http")
     check_credentials(settings, mode)
     assistant = Assistant(settings, show_progress=sys.stderr.isatty())
+    configure_serving_threads(settings)
     bot = SlackBot(assistant, settings, mode=mode)
     if mode == "socket":
         print("errata Slack bot: connecting to Slack in Socket Mode", flush=True)

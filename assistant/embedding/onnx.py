@@ -11,15 +11,14 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-import os
-import tempfile
 import threading
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-from .errors import EmbedderError
+from ..errors import EmbedderError
+from ..storage.files import atomic_path
 
 EXPORT_FORMAT = 1  # bump when the exported graph changes, so old cached files are not reused
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -260,12 +259,5 @@ def quantize_onnx(source: Path, target: Path) -> None:
 
 def _atomic(path: Path, write) -> None:
     """Writes through a temporary file in the same folder, so a crash never leaves half a model."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".onnx.tmp")
-    os.close(handle)
-    try:
-        write(Path(temporary))
-        os.chmod(temporary, 0o644)  # a cache others may read, like any model file
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+    with atomic_path(path, mode=0o644) as temporary:  # a cache others may read, like any model file
+        write(temporary)

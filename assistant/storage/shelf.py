@@ -19,8 +19,8 @@ from typing import overload
 
 import numpy as np
 
-from .errors import KnowledgeBaseError
-from .records import LoadReport, RaiseKey, Record, choice_entry, curated_first, parse_line, scan_records
+from ..errors import KnowledgeBaseError
+from ..records import LoadReport, RaiseKey, Record, choice_entry, curated_first, parse_line, scan_records
 
 
 class RecordShelf(Sequence[Record]):

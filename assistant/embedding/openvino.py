@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .onnx_embed import LocalEncoder, inputs, mean_pooled
+from .onnx import LocalEncoder, inputs, mean_pooled
 
 CALIBRATION_FORMAT = 1  # bump when the calibration changes, so old cached models are not reused
 CALIBRATION_EVERY = 5  # every 5th bundled record calibrates: its record text and its error line
@@ -111,9 +111,9 @@ class OpenVinoEncoder(LocalEncoder):
 
 def calibration_texts() -> list[str]:
     """Texts like the ones embedded: every 5th bundled record's embedded text and its error line."""
-    from .embed import record_text
-    from .records import load_records
-    from .settings import BUNDLED_KB_DIR
+    from ..records import load_records
+    from ..settings import BUNDLED_KB_DIR
+    from .text import record_text
 
     records = load_records(BUNDLED_KB_DIR)[::CALIBRATION_EVERY]
     return [text for r in records for text in (record_text(r), f"{r.error_class}: {r.error_message}")]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .postings import Postings
+from ..storage.postings import Postings
 
 try:  # Python 3.11+
     from re import _constants as sre_constants

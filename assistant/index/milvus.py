@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from .embed import Embedder
-from .errors import ConfigurationError, IndexBuildError
-from .index import CHUNK_RECORDS, BuildReport, VectorIndex, embed_in_chunks, embedding_key
-from .records import Record
+from ..embedding.embedder import Embedder
+from ..errors import ConfigurationError, IndexBuildError
+from ..records import Record
+from .store import CHUNK_RECORDS, BuildReport, embed_in_chunks, embedding_key
 
 logger = logging.getLogger(__name__)
 
@@ -32,18 +32,22 @@ _ID_LENGTH = 128
 _PAGE = 1000  # rows per query page when reading what the collection holds
 
 
-class MilvusIndex(VectorIndex):
+class MilvusIndex:
     """Nearest-record search in a Milvus collection; row ``i`` is ``record_ids[i]``, as for FAISS."""
 
     def __init__(self, client: Any, collection: str, record_ids: Sequence[str], manifest: dict[str, Any]):
         self.client = client
         self.collection = collection
-        self.faiss_index = None
-        self.vectors = None
-        self.refine = 0
         self.record_ids = list(record_ids)
         self.manifest = manifest
         self._rows = {record_id: row for row, record_id in enumerate(self.record_ids)}
+
+    def __len__(self) -> int:
+        return len(self.record_ids)
+
+    @property
+    def index_type(self) -> str:
+        return "milvus"
 
     def search(self, vectors: np.ndarray, k: int, exact: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Scores and row numbers of the ``k`` nearest rows for each query vector (row -1: none)."""

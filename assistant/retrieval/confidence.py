@@ -1,0 +1,60 @@
+"""The confidence model's inputs: how sure errata is that the top hit answers the query.
+
+A logistic model over these (weights in ``weights.json``) gives the probability; below the threshold errata
+abstains and shows the nearest records as possibly related.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .features import FEATURES, Scored
+
+CONFIDENCE_FEATURES = (
+    "bias",
+    "top_score",
+    "margin",
+    "top_probability",
+    "pattern",
+    "dense",
+    "lexical",
+    "coverage",
+    "unknown_words",
+    "message_unmatched",  # the query quotes an error message; neither the top hit's pattern nor its words match it
+    "weighted_coverage",  # the share of the query's words the top hit has, weighted by rarity
+)
+
+
+def confidence_features(scored: Scored, order: np.ndarray) -> np.ndarray:
+    """What the confidence model reads: the top score, its margin, which signals found the top hit, and
+    whether a quoted error message is left unmatched by the top hit's pattern (the one weight both
+    models share: the strongest sign of a near miss, in a paste or a question)."""
+    scores = scored.scores
+    top = int(order[0])
+    second = float(scores[order[1]]) if len(order) > 1 else float(scores[top]) - 10.0
+    shifted = scores - scores[top]
+    probability = 1.0 / float(np.exp(shifted).sum())
+    f = scored.features[top]
+    index = FEATURES.index
+    pattern = max(f[index("pattern_message")], 0.5 * f[index("pattern_text")])
+    return np.array(
+        [
+            1.0,
+            float(scores[top]),
+            float(scores[top]) - second,
+            probability,
+            pattern,
+            f[index("dense")],
+            f[index("lexical_strength")],
+            f[index("coverage")],
+            f[index("unknown_words")],
+            f[index("has_message")] * (1.0 - min(1.0, 2.0 * pattern)) * (1.0 - f[index("message_covered")]),
+            f[index("weighted_coverage")],
+        ]
+    )
+
+
+def sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))

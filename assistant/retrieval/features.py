@@ -1,0 +1,92 @@
+"""The features the Retriever computes for each scored record, and what a scored query carries.
+
+The names are the keys of ``weights.json``; their order is the columns of ``Scored.features``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+FEATURES = (
+    "pattern_message",  # the pattern matches the extracted message
+    "pattern_specificity",  # literal characters the pattern pins, over the message length
+    "pattern_text",  # the pattern matches somewhere in the paste (but not the message)
+    "class_equal",  # same exception class
+    "class_rarity",  # same class, weighted by how rare the class is in the knowledge base
+    "raising_file",  # a traceback frame is in the file the record raises from
+    "library_seen",  # the record's library is in the frames or the exception's module path
+    "library_named",  # the record's library is named in the text
+    "library_other",  # the query names a library of the knowledge base, but not this record's
+    "lexical_message",  # BM25 over class and message, divided by the best record's
+    "lexical_all",  # BM25 over all text fields, divided by the best record's
+    "lexical_rank",  # 1 / (1 + rank) by BM25 over all fields
+    "lexical_strength",  # log(1 + BM25 over all fields): how much text the query shares at all
+    "dense",  # cosine similarity
+    "dense_gap",  # cosine minus the best record's cosine
+    "dense_rank",  # 1 / (1 + rank) by cosine
+    "coverage",  # share of the query's distinct words found in the record's text
+    "unknown_words",  # share of the query's distinct words no record contains (the same for every record)
+    "has_message",  # the query quotes an error message of two literal words or more (the same for every record)
+    "message_covered",  # every literal word of that message is in the record's message (a pattern too strict)
+    "weighted_coverage",  # like coverage, each word weighted by its rarity in the knowledge base (idf)
+)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """The scored records' features and fused scores for one query (what ``retrieve`` ranks by)."""
+
+    features: np.ndarray  # (scored records, len(FEATURES))
+    scores: np.ndarray  # (scored records,)
+    model: str  # "error" or "prose"
+    positions: np.ndarray | None = None  # which records were scored; None: every record, in order
+
+    def position(self, j: int) -> int:
+        """The record position of scored row ``j``."""
+        return int(j) if self.positions is None else int(self.positions[j])
+
+
+@dataclass(frozen=True)
+class Found:
+    """What each signal found for one query, as ascending record positions (before scoring)."""
+
+    on_message: np.ndarray
+    specificity: np.ndarray  # for each of on_message
+    on_text: np.ndarray
+    same_class: np.ndarray
+    raising_file: np.ndarray
+    seen: np.ndarray
+    named: np.ndarray
+    known: np.ndarray | None  # records of the libraries the query names or shows; None: it names none
+    covered: np.ndarray
+    dense: np.ndarray
+    cosines: np.ndarray  # for each of dense
+    floor: float  # the cosine of every record beyond the nearest
+
+
+def bm25_sum(in_columns: dict[int, tuple[np.ndarray, np.ndarray]], tokens: list[int], m: int) -> np.ndarray:
+    """BM25 of the records scored, summed as ``bm25s`` sums it (token by token, repeats too, in float32),
+    from its matrix: bm25s scores every record, which a million records make too slow per query."""
+    out = np.zeros(m, dtype=np.float32)
+    for token in tokens:
+        where, values = in_columns[token]
+        np.add.at(out, where, values)
+    return out.astype(np.float64)
+
+
+def why(f: np.ndarray) -> tuple[str, ...]:
+    index = FEATURES.index
+    why = []
+    if f[index("pattern_message")] or f[index("pattern_text")]:
+        why.append("pattern")
+    if f[index("class_equal")] or f[index("raising_file")]:
+        why.append("class")
+    if f[index("library_seen")] or f[index("library_named")]:
+        why.append("library")
+    if f[index("lexical_rank")] >= 0.2:
+        why.append("lexical")
+    if f[index("dense_rank")] >= 0.2:
+        why.append("dense")
+    return tuple(why)

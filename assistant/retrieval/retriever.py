@@ -1,0 +1,295 @@
+"""The Retriever: finds the records that answer a Query and says how confident it is.
+
+Five signals are computed for every record (past ``FULL_SCORING_LIMIT`` records, for the candidates only:
+the nearest by cosine, the best by BM25 over the query's less common words, and those a pattern, the raising
+file or the quoted message's words single out; measured on the dev set, scoring candidates cut to 5% of the
+records per source ranks as scoring every record):
+
+- ``pattern``: the record's ``messagePattern`` matches the pasted error message (or, weaker, anywhere in
+  the paste), scored by how many literal characters the pattern pins down (a specific pattern beats a
+  generic one that also matches); only the patterns whose required words are in the paste run
+  (``pattern_index``: exact, and a few patterns per query instead of every record's);
+- ``class``: the exception class is the record's ``errorClass`` (rarer classes count more), and the file
+  that raised it (a traceback frame) is the record's file;
+- ``library``: the record's library appears in the traceback's site-packages frames, the exception's
+  module path, or by name in the text;
+- ``lexical``: BM25 over the record's class and message, and over all its prose fields;
+- ``dense``: cosine similarity of the query to the record's vector in the index.
+
+They are fused by a linear score whose weights were learned (a softmax over the records of each dev
+query, one weight set for pasted errors and one for prose questions; ``benchmarks/fit_retrieval.py``
+refits them and reports cross-validated figures). The confidence is a logistic model over the top hit's
+score, its margin over the next one and which signals found it, and whether the query quotes an error
+message that neither the top record's pattern nor its message's literal words account for (a near miss:
+the same library and class, another error); below ``confidence_threshold`` errata abstains and shows the
+nearest records as possibly related.
+
+What the signals read of each record lives in a :class:`~assistant.signal_index.SignalIndex` (postings and
+two BM25 matrices, read from disk a word at a time once saved), so per-query work follows the postings the
+query touches, not the size of the knowledge base.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..answer import Hit, Retrieval
+from ..embedding.embedder import Embedder
+from ..index import VectorStore
+from ..query import Query
+from ..records import Record
+from .candidates import (
+    FULL_SCORING_LIMIT,
+    NONE,
+    among,
+    best,
+    positions_of,
+    reciprocal_rank,
+    restricted,
+    select_candidates,
+)
+from .confidence import confidence_features, sigmoid
+from .features import Found, Scored, bm25_sum, why
+from .matching import PATTERN_MESSAGE_CHARS, PATTERN_TEXT_CHARS, PatternMatcher
+from .signals import SignalIndex, message_words, path_tail, tokenize
+from .weights import FittedWeights, load_weights
+
+__all__ = ["Retriever"]
+
+# Records beyond this many nearest by cosine get the lowest cosine seen (bounds the cost of large indexes).
+DENSE_DEPTH = 1_000
+# An approximate vector index scores this many nearest exactly, the rest of DENSE_DEPTH by its 8-bit codes.
+EXACT_COSINES = 25
+
+
+class Retriever:
+    """Exact, lexical and dense signals over the records, fused by learned weights, with a confidence."""
+
+    def __init__(
+        self,
+        records: Sequence[Record],
+        embedder: Embedder,
+        vector_index: VectorStore,
+        *,
+        signals: SignalIndex | None = None,
+        confidence_threshold: float | None = None,
+        weights: FittedWeights | None = None,
+        full_scoring_limit: int = FULL_SCORING_LIMIT,
+    ):
+        """``signals``: the records' :class:`SignalIndex` when it was saved (else built here, one pass).
+        ``full_scoring_limit``: up to this many records every record is scored, beyond only candidates."""
+        self.records = records if isinstance(records, Sequence) else list(records)
+        self.embedder = embedder
+        self.vector_index = vector_index
+        fitted = weights or load_weights()
+        threshold = fitted.confidence_threshold if confidence_threshold is None else confidence_threshold
+        self.confidence_threshold = threshold
+        self.full_scoring_limit = full_scoring_limit
+        self.weights = fitted.fusion
+        self.confidence_weights = fitted.confidence
+        self.signals = signals if signals is not None else SignalIndex.build(self.records)
+        if len(self.signals) != len(self.records):
+            raise ValueError(f"a signal index of {len(self.signals)} records for {len(self.records)} records")
+        n = len(self.signals)
+        # FAISS row -> position in self.records (rows of records not loaded are ignored).
+        self._row_to_pos = positions_of(self.signals.ids, vector_index.record_ids)
+        class_counts = self.signals.classes.counts()
+        self._class_rarity = {c: math.log((n + 1) / k) / math.log(n + 1) for c, k in class_counts.items()}
+        names = self.signals.library_names
+        self._library_to_repo = {name: repo for repo, ns in names.items() for name in ns}
+        mention_words = sorted(self._library_to_repo, key=len, reverse=True)
+        variants = {v: w for w in mention_words for v in {w, w.replace("_", "-"), w.replace("_", " ")}}
+        # No name is a library's own (every repo shares its names with another): nothing can be mentioned.
+        alternatives = "|".join(re.escape(v) for v in sorted(variants, key=len, reverse=True))
+        self._mention_re = (
+            re.compile(r"(?<![\w.-])(" + alternatives + r")(?![\w-])", re.IGNORECASE) if variants else None
+        )
+        self._mention_variants = {v.lower(): w for v, w in variants.items()}
+        self.matcher = PatternMatcher()
+
+    # --- what each signal finds ----------------------------------------------------------------
+
+    def _patterns(self, query: Query) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Records whose pattern matches a message (with its specificity), and those matching the text."""
+        messages = [m for m in (query.message, *query.causes) if m]
+        if query.exception_class and query.message:
+            messages.append(query.error_line or "")
+        messages = [m[:PATTERN_MESSAGE_CHARS] for m in messages]
+        text = query.text[-PATTERN_TEXT_CHARS:]
+        length = max((len(m) for m in messages[:1]), default=0)
+        on_message: list[int] = []  # distinct patterns
+        on_text: list[int] = []
+        for p in self.signals.pattern_index.candidates([text, *messages]).tolist():
+            matched_message, matched_text = self.matcher.match(self.signals.patterns[p], messages, text)
+            if matched_message:
+                on_message.append(p)
+            elif matched_text:
+                on_text.append(p)
+        records = self.signals.pattern_records
+        message_groups = [records.numbered(p) for p in on_message]
+        literals = np.asarray(self.signals.literals[on_message], dtype=np.float64)
+        specificity = np.repeat(np.minimum(1.0, literals / max(length, 1)), [len(g) for g in message_groups])
+        message_positions = np.concatenate(message_groups) if message_groups else NONE
+        ascending = np.argsort(message_positions, kind="stable")
+        text_groups = [records.numbered(p) for p in on_text]
+        text_positions = np.sort(np.concatenate(text_groups)) if text_groups else NONE
+        return message_positions[ascending], specificity[ascending], text_positions
+
+    def _libraries(self, query: Query) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Records of the libraries in the frames or module path, of those named, and of either."""
+        seen_repos = {self._library_to_repo[lib] for lib in query.libraries if lib in self._library_to_repo}
+        mentions = self._mention_re.finditer(query.text[:PATTERN_TEXT_CHARS]) if self._mention_re else ()
+        named = {self._library_to_repo[self._mention_variants[m.group(1).lower()]] for m in mentions}
+        repos = self.signals.repos
+        known = repos.union(seen_repos | named) if seen_repos | named else None
+        return repos.union(seen_repos), repos.union(named), known
+
+    def _nearest(self, text: str) -> tuple[np.ndarray, np.ndarray, float]:
+        """The nearest records by cosine (ascending positions, their cosines) and the lowest cosine seen."""
+        depth = min(len(self.vector_index), DENSE_DEPTH)
+        scores, rows = self.vector_index.search(self.embedder.encode([text]), depth, exact=EXACT_COSINES)
+        scores, rows = scores[0].astype(np.float64), rows[0]
+        found = rows >= 0
+        floor = float(scores[found].min()) if found.any() else 0.0
+        positions = self._row_to_pos[rows[found]]
+        kept = positions >= 0
+        order = np.argsort(positions[kept], kind="stable")
+        return positions[kept][order], scores[found][kept][order], floor
+
+    def _find(self, query: Query, dense_text: str, quoted: frozenset[str]) -> Found:
+        on_message, specificity, on_text = self._patterns(query)
+        cls = query.exception_class
+        frame_files = {path_tail(f.file) for f in query.frames}
+        seen, named, known = self._libraries(query)
+        # Records whose message holds every quoted word (when the query quotes a message of 2+ words).
+        covered = self.signals.message_words.intersection(quoted) if len(quoted) >= 2 else NONE
+        dense, cosines, floor = self._nearest(dense_text)
+        return Found(
+            on_message=on_message,
+            specificity=specificity,
+            on_text=on_text,
+            same_class=self.signals.classes.get(cls) if cls else NONE,
+            raising_file=self.signals.files.union(frame_files),
+            seen=seen,
+            named=named,
+            known=known,
+            covered=covered,
+            dense=dense,
+            cosines=cosines,
+            floor=floor,
+        )
+
+    def _query_words(self, text: str) -> tuple[list[int], list[int], list[int], float]:
+        """The query's tokens as ids of each BM25 vocabulary (in order, repeats kept, as bm25s scores
+        them), its distinct known words, and the share of its words no record has."""
+        tokens = tokenize([text])
+        if not tokens.ids or not tokens.ids[0]:
+            return [], [], [], 0.0
+        strings = {i: w for w, i in tokens.vocab.items()}
+        in_order = [strings[t] for t in tokens.ids[0]]
+        by_message = self.signals.bm25_message.vocab_dict
+        by_all = self.signals.bm25_all.vocab_dict
+        distinct = set(in_order)
+        known = sorted({by_all[w] for w in distinct if w in by_all})
+        return (
+            [by_message[w] for w in in_order if w in by_message],
+            [by_all[w] for w in in_order if w in by_all],
+            known,
+            1.0 - len(known) / max(len(distinct), 1),
+        )
+
+    # --- scoring ---------------------------------------------------------------------------------
+
+    def score(self, query: Query) -> Scored:
+        """The signal features and fused scores of every record (of the candidates, in a large one)."""
+        n = len(self.records)
+        model = "prose" if query.kind == "question" or not query.error_line else "error"
+        error_text = " ".join(x for x in (query.error_line, *query.causes) if x)
+        search_text = query.text if model == "prose" else error_text
+        dense_text = query.text if model == "prose" else (query.error_line or query.text)
+        quoted = message_words(query.message or "")
+        found = self._find(query, dense_text, quoted)
+        message_tokens, all_tokens, words, unknown = self._query_words(search_text)
+        columns = {w: self.signals.all_columns(w) for w in words}  # each word's column read once per query
+        scored = None if n <= self.full_scoring_limit else select_candidates(found, columns)
+        m = n if scored is None else len(scored)
+        in_all = {w: restricted(column, scored) for w, column in columns.items()}
+        in_message = {t: restricted(self.signals.message_columns(t), scored) for t in set(message_tokens)}
+
+        def spread(positions: np.ndarray, values: np.ndarray | float = 1.0, base: float = 0.0) -> np.ndarray:
+            """Values at ``positions`` (ascending), ``base`` elsewhere, for the records scored."""
+            out = np.full(m, base)
+            where, picked = among(positions, scored)
+            out[where] = values if np.ndim(values) == 0 else np.asarray(values)[picked]
+            return out
+
+        class_equal = spread(found.same_class)
+        rarity = self._class_rarity.get(query.exception_class or "", 0.0)
+        lex_msg = bm25_sum(in_message, message_tokens, m)
+        lex_all = bm25_sum(in_all, all_tokens, m)
+        dense = spread(found.dense, found.cosines, base=found.floor)
+        held, weighted = self._coverage(in_all, m)
+        has_message = float(len(quoted) >= 2)
+        features = np.column_stack(
+            [
+                spread(found.on_message),
+                spread(found.on_message, found.specificity),
+                spread(found.on_text),
+                class_equal,
+                class_equal * rarity,
+                spread(found.raising_file),
+                spread(found.seen),
+                spread(found.named),
+                np.zeros(m) if found.known is None else 1.0 - spread(found.known),
+                lex_msg / lex_msg.max() if m and lex_msg.max() > 0 else lex_msg,
+                lex_all / lex_all.max() if m and lex_all.max() > 0 else lex_all,
+                reciprocal_rank(lex_all),
+                np.log1p(lex_all),
+                dense,
+                dense - dense.max() if m else dense,
+                reciprocal_rank(dense),
+                held / max(len(words), 1),
+                np.full(m, unknown),
+                np.full(m, has_message),
+                spread(found.covered),
+                weighted,
+            ]
+        )
+        return Scored(features, features @ self.weights[model], model, scored)
+
+    def _coverage(self, in_all: dict[int, tuple[np.ndarray, np.ndarray]], m: int) -> tuple[np.ndarray, np.ndarray]:
+        """How many of the query's words (``in_all``: where each is among the records scored) each record
+        holds, and their share weighted by idf: a record with the query's rare words (a tool's name, an
+        unusual term) covers more of what the query is about."""
+        n = len(self.records)
+        held = np.zeros(m)
+        weighted = np.zeros(m)
+        total = 0.0
+        for w, (where, _values) in in_all.items():
+            idf = math.log((n + 1) / (self.signals.all_columns.size(w) + 0.5))
+            held[where] += 1.0
+            weighted[where] += idf
+            total += idf
+        return held, weighted / total if total > 0 else weighted
+
+    # --- ranking and confidence ------------------------------------------------------------------
+
+    def retrieve(self, query: Query, k: int = 5) -> Retrieval:
+        """The ``k`` best records for ``query``, best first, and how sure errata is of the first."""
+        if query.kind == "empty" or not self.records:
+            return Retrieval([], 0.0, False)
+        scored = self.score(query)
+        order = best(scored.scores, max(k, 2))
+        confidence = self.confidence(scored, order)
+        hits = [
+            Hit(self.records[scored.position(j)], float(scored.scores[j]), why(scored.features[j])) for j in order[:k]
+        ]
+        return Retrieval(hits, confidence, confidence >= self.confidence_threshold)
+
+    def confidence(self, scored: Scored, order: np.ndarray) -> float:
+        """The probability that the first record answers the query (logistic over the top hit's signals)."""
+        return float(sigmoid(confidence_features(scored, order) @ self.confidence_weights[scored.model]))
