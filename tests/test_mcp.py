@@ -43,7 +43,7 @@ async def session_calls(env: dict[str, str]) -> dict[str, Any]:
         tools = await session.list_tools()
         explained = await session.call_tool("explain_error", {"text": SMOLAGENTS_TRACEBACK})
         searched = await session.call_tool("search_errors", {"text": "Agent interrupted.", "k": 3})
-        record_id = field(explained, "structured_content", "structuredContent")["citations"][0]["record_id"]
+        record_id = field(explained, "structured_content", "structuredContent")["citations"][0]["recordId"]
         record = await session.call_tool("get_record", {"id": record_id})
         missing = await session.call_tool("get_record", {"id": "0000000000000000"})
         user_error = await session.call_tool("explain_error", {"text": USER_KEY_ERROR})
@@ -70,18 +70,18 @@ def test_an_mcp_client_lists_the_tools_and_gets_a_smolagents_citation(assistant,
     body = field(explained, "structured_content", "structuredContent")
     assert body["confident"] is True and body["confidence"] >= 0.87
     assert body["citations"][0]["repo"] == "huggingface/smolagents"
-    assert body["citations"][0]["error_class"] == "AgentError"
+    assert body["citations"][0]["errorClass"] == "AgentError"
     assert "Agent interrupted." in body["text"] and "[1]" in body["text"]
     assert explained.content[0].type == "text" and "huggingface/smolagents" in explained.content[0].text
 
     hits = field(calls["searched"], "structured_content", "structuredContent")["result"]
     assert len(hits) == 3
     assert hits[0]["repo"] == "huggingface/smolagents" and hits[0]["message"] == "Agent interrupted."
-    assert set(hits[0]) == {"record_id", "repo", "error_class", "message", "score", "github_url"}
+    assert {"recordId", "repo", "errorClass", "message", "score", "githubUrl"} <= set(hits[0])
     assert hits[0]["score"] >= hits[1]["score"] >= hits[2]["score"]
 
     record = field(calls["record"], "structured_content", "structuredContent")
-    assert record["id"] == body["citations"][0]["record_id"]
+    assert record["id"] == body["citations"][0]["recordId"]
     assert record["errorMessage"] == "Agent interrupted." and record["solutions"]
 
     missing = calls["missing"]

@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--api-base", dest="api_base", help="API base URL for the model")
     _add_common(p)
 
-    from assistant.frontends import mcp_server, run
+    from . import mcp_server, run
 
     run.add_parser(sub)
     mcp_server.add_parser(sub)
@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "run":  # before errata sets up logging: the script's own stays as Python's
-        from assistant.frontends.run import main as run_main
+        from .run import main as run_main
 
         return run_main(args, settings_from_args(args))
     level = logging.INFO if getattr(args, "verbose", False) else logging.WARNING
@@ -255,7 +255,7 @@ def _feedback(args: argparse.Namespace, settings: Settings) -> int:
 
 @command("mcp")
 def _mcp(args: argparse.Namespace, settings: Settings) -> int:
-    from assistant.frontends.mcp_server import serve
+    from .mcp_server import serve
 
     serve(settings)
     return 0

@@ -23,13 +23,24 @@ if TYPE_CHECKING:
     from assistant import Assistant, Settings
 
 
+# Citations and hits in errata's one JSON shape (``Citation.to_dict``, ``Hit.to_dict``: the schema's names).
 class CitationOut(TypedDict):
     number: int
-    record_id: str
+    recordId: str
     repo: str
-    error_class: str
-    github_url: str | None
+    errorClass: str
+    githubUrl: str | None
     solution: str | None
+
+
+class HitOut(TypedDict):
+    recordId: str
+    repo: str
+    errorClass: str
+    message: str
+    score: float
+    why: list[str]
+    githubUrl: str | None
 
 
 class Explained(TypedDict):
@@ -38,15 +49,6 @@ class Explained(TypedDict):
     confident: bool  # confidence reached the threshold; else the text says no record matches
     citations: list[CitationOut]
     installed: str | None  # "httpx 0.28.1": the answering library, as installed where this server runs
-
-
-class HitOut(TypedDict):
-    record_id: str
-    repo: str
-    error_class: str
-    message: str
-    score: float
-    github_url: str | None
 
 
 class Loader:
@@ -70,8 +72,11 @@ class Loader:
     def _load(self) -> None:
         try:
             from assistant import Assistant, Settings
+            from assistant.api import configure_serving_threads
 
-            self._assistant = Assistant(self._settings or Settings.load())
+            settings = self._settings or Settings.load()
+            self._assistant = Assistant(settings)
+            configure_serving_threads(settings)  # a serving process, as the web chat and the Slack bot are
         except BaseException as exc:  # noqa: BLE001 - reported by every tool call instead
             self._error = exc
         finally:
@@ -145,7 +150,7 @@ def build_server(loader: Loader):
             text=answer.text + (f"\n\nInstalled where errata runs: {installed}" if installed else ""),
             confidence=round(float(answer.confidence), 4),
             confident=explanation.matched,
-            citations=[CitationOut(**c.__dict__) for c in answer.citations],
+            citations=[c.to_dict() for c in answer.citations],
             installed=installed,
         )
 
@@ -153,17 +158,7 @@ def build_server(loader: Loader):
     def search_errors(text: str, k: int = 5) -> list[HitOut]:
         """The knowledge-base records nearest to an error text, best first (k of them, at most 20)."""
         hits = loaded().search(text, max(1, min(int(k), 20)))
-        return [
-            HitOut(
-                record_id=h.record.id,
-                repo=h.record.repo,
-                error_class=h.record.error_class,
-                message=h.record.error_message,
-                score=round(float(h.score), 4),
-                github_url=h.record.github_url,
-            )
-            for h in hits
-        ]
+        return [h.to_dict() for h in hits]
 
     @server.tool()
     def get_record(id: str) -> dict[str, Any]:
