@@ -14,6 +14,13 @@ import pytest
 from tests.frontends_support import RULE, closed_port, errata_env
 
 
+def extension_name() -> str:
+    """``%load_ext assistant`` once the package exports the extension's functions; the module until then."""
+    import assistant
+
+    return "assistant" if hasattr(assistant, "load_ipython_extension") else "assistant.frontends.ipython"
+
+
 def run_python(tmp_path: Path, code: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     script = tmp_path / "main.py"
     script.write_text(textwrap.dedent(code).lstrip())
@@ -31,7 +38,12 @@ def test_install_explains_a_threads_and_the_main_threads_uncaught_errors(tmp_pat
 
         import httpx
 
-        from assistant.frontends.excepthook import install
+        import assistant
+
+        # assistant.install once the package exports it; the module's own until then.
+        install = getattr(assistant, "install", None)
+        if install is None:
+            from assistant.frontends.excepthook import install
 
         install()
         install()  # twice changes nothing
@@ -55,7 +67,7 @@ def test_install_explains_a_threads_and_the_main_threads_uncaught_errors(tmp_pat
     thread_part, main_part = done.stderr.split("Traceback (most recent call last)", 2)[1:]
     # The thread: threading's own report, then errata's, which finds no record for the user's KeyError.
     assert "KeyError: 'report'" in thread_part and thread_part.count(RULE) == 1
-    assert "No record matches KeyError (raised in your code, main.py:13)" in thread_part
+    assert "No record matches KeyError (raised in your code, main.py:18)" in thread_part
     # The main thread: the interpreter's traceback, then the httpx answer.
     assert main_part.count(RULE) == 1
     traceback_part, _, answer = main_part.partition(RULE)
@@ -99,20 +111,21 @@ def test_uninstall_puts_the_previous_hooks_back():
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("IPython") is None, reason="IPython is not installed")
 def test_the_ipython_extension_explains_a_cells_error_under_ipythons_traceback(tmp_path, assistant, bundled_index_dir):
+    extension = extension_name()
     done = run_python(
         tmp_path,
         f"""
         from IPython.core.interactiveshell import InteractiveShell
 
         shell = InteractiveShell.instance(colors="NoColor")
-        shell.extension_manager.load_extension("assistant.frontends.ipython")
+        shell.extension_manager.load_extension({extension!r})
         print("=== cell 1")
         first = shell.run_cell("import httpx\\nhttpx.get('http://127.0.0.1:{closed_port()}/')")
         print("=== cell 2")
         second = shell.run_cell("totals = {{'a': 1}}\\ntotals['b']")
         print("=== cell 3")
         shell.run_cell("print(1 + 1)")
-        shell.extension_manager.unload_extension("assistant.frontends.ipython")
+        shell.extension_manager.unload_extension({extension!r})
         print("=== cell 4")
         shell.run_cell("[][0]")
         print("=== errors", type(first.error_in_exec).__name__, type(second.error_in_exec).__name__)
