@@ -116,6 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--api-base", dest="api_base", help="API base URL for the model")
     _add_common(p)
 
+    from . import mcp_server, run
+
+    run.add_parser(sub)
+    mcp_server.add_parser(sub)
+
     for extend in _EXTENSIONS:
         extend(sub)
     return parser
@@ -163,6 +168,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "run":  # before errata sets up logging: the script's own stays as Python's
+        from .run import main as run_main
+
+        return run_main(args, settings_from_args(args))
     level = logging.INFO if getattr(args, "verbose", False) else logging.WARNING
     logging.basicConfig(level=level, format="errata: %(levelname)s: %(message)s")
     for handler in logging.getLogger().handlers:
@@ -289,6 +298,14 @@ def _feedback(args: argparse.Namespace, settings: Settings) -> int:
     store = FeedbackStore(args.db or settings.feedback_db)
     count = store.export_jsonl(args.output)
     print(f"wrote {count} feedback row(s) from {store.path} -> {args.output}")
+    return 0
+
+
+@command("mcp")
+def _mcp(args: argparse.Namespace, settings: Settings) -> int:
+    from .mcp_server import serve
+
+    serve(settings)
     return 0
 
 

@@ -14,7 +14,6 @@ from ..answer import Answer
 MAX_SOURCES = 10
 
 
-
 def user_markdown(text: str) -> str:
     """The pasted text as the user sees it in the chat: multi-line pastes keep their layout in a code block."""
     text = text.strip("\n")

@@ -1,0 +1,73 @@
+"""``errata run script.py [args...]``: run a script as ``python script.py`` would, and explain its crash.
+
+The script runs unchanged in this process (``runpy.run_path`` as ``__main__``, ``sys.argv`` its own,
+``sys.path[0]`` its folder). On an uncaught exception the traceback is printed as the interpreter
+prints it (through ``sys.excepthook``, so a script's own hook still applies), errata's answer under it,
+both on stderr, and the exit status is 1. ``SystemExit`` and ``KeyboardInterrupt`` pass through
+untouched, so their status and output are Python's own. A script that succeeds never loads errata's
+model: the Assistant is made only when there is an error to explain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import sys
+from collections.abc import Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from assistant import Settings
+
+
+def run_script(path: str, args: Sequence[str] = ()) -> int:
+    """Run ``path`` as the main module; the exit status ``python path args...`` would give."""
+    script = os.path.abspath(path)
+    if not os.path.exists(script):
+        print(f"errata run: can't open file {path!r}: [Errno 2] No such file or directory", file=sys.stderr)
+        return 2
+    sys.argv = [path, *args]
+    sys.path[0] = os.path.dirname(script)
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - what the interpreter would report as uncaught
+        tb = _from_script(exc.__traceback__, script)
+        exc.__traceback__ = tb
+        sys.excepthook(type(exc), exc, tb)
+        if isinstance(exc, Exception):
+            from .explain import explain_to
+
+            explain_to(sys.stderr, exc)
+        return 1
+    return 0
+
+
+def _from_script(tb: TracebackType | None, script: str) -> TracebackType | None:
+    """The traceback without errata's and runpy's frames above the script's, as ``python script.py`` shows."""
+    start = tb
+    while start is not None and start.tb_frame.f_code.co_filename != script:
+        start = start.tb_next
+    return start or tb
+
+
+def add_parser(sub) -> None:
+    """``errata run [--kb DIR] [--index DIR] [--model M] script.py [args...]``."""
+    p = sub.add_parser("run", help="run a Python script; explain its error if it fails")
+    p.add_argument("--kb", action="append", help="knowledge-base folder or .jsonl file (repeatable)")
+    p.add_argument("--index", dest="index_dir", help="index folder (default: index/)")
+    p.add_argument("--model", help="litellm model that drafts the answer (default: offline)")
+    p.add_argument("--api-base", dest="api_base", help="API base URL for the model")
+    p.add_argument("script", help="the script to run, as python SCRIPT would")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
+
+
+def main(args: argparse.Namespace, settings: Settings) -> int:
+    """The ``run`` subcommand: the settings are used only if an error needs explaining."""
+    from .explain import use_settings
+
+    use_settings(settings)
+    return run_script(args.script, args.args)
