@@ -38,6 +38,9 @@ _LAZY = {
     "Record": ".records",
     "load_records": ".records",
     "Settings": ".settings",
+    "install": ".frontends.excepthook",
+    "load_ipython_extension": ".frontends.ipython",
+    "unload_ipython_extension": ".frontends.ipython",
 }
 
 __all__ = [
@@ -60,11 +63,14 @@ __all__ = [
     "VectorStore",
     "ask",
     "ingest_to_file",
+    "install",
     "load_index",
+    "load_ipython_extension",
     "load_records",
     "open_index",
     "parse_query",
     "search",
+    "unload_ipython_extension",
 ]
 
 
@@ -84,6 +90,8 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # for type checkers and editors; at run time the names load lazily (above)
     from .answer import Answer, Citation, Hit, Retrieval
     from .api import Assistant, ask, search
+    from .frontends.excepthook import install
+    from .frontends.ipython import load_ipython_extension, unload_ipython_extension
     from .index import VectorStore, load_index, open_index
     from .ingest import IngestReport, ingest_to_file
     from .query import Frame, Query, parse_query
