@@ -18,6 +18,8 @@ from .errors import LLMError
 from .llm import ChatModel
 from .query import Query
 from .records import Record
+from .retrieval.ownership import PYTHON_REPO
+from .user_frame import user_line
 
 # A second record is shown when it is at least this likely relative to the first. Hit scores are the
 # retriever's logits (a softmax over the records), so the ratio of likelihoods is exp(score2 - score1).
@@ -259,7 +261,7 @@ def offline_answer(query: Query, retrieval: Retrieval, note: str | None = None) 
         text, citations = _no_match(hits)
         grounded = False
     else:
-        text, citations = _matched(hits)
+        text, citations = _matched(hits, query)
         grounded = True
     text = _paste_notes(query) + text
     if note:
@@ -273,12 +275,12 @@ def _paste_notes(query: Query) -> str:
     return f"_Note: {'; '.join(query.notes)}._\n\n" if query.notes else ""
 
 
-def _matched(hits: list[Hit]) -> tuple[str, list[Citation]]:
+def _matched(hits: list[Hit], query: Query) -> tuple[str, list[Citation]]:
     top = hits[0].record
-    blocks = [
-        f"**{_escape_markdown(f'{top.error_class}: {top.error_message}')}** ({top.repo}) [1]",
-        f"**What it means:** {top.documentation} [1]",
-    ]
+    blocks = [f"**{_escape_markdown(f'{top.error_class}: {top.error_message}')}** ({top.repo}) [1]"]
+    if top.repo == PYTHON_REPO and (line := user_line(query)) is not None:
+        blocks.append(line.markdown())  # Python's own error: point at the user's line first
+    blocks.append(f"**What it means:** {top.documentation} [1]")
     if top.trigger_scenarios:
         blocks.append(f"**Likely trigger:** {top.trigger_scenarios} [1]")
     if top.solutions:

@@ -14,6 +14,13 @@ from dataclasses import dataclass, field
 
 # A traceback frame line: File "path", line N, in func
 _FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?\s*$')
+# IPython / Jupyter frames: ``File ~/proj/app.py:12, in main()`` and ``Cell In[3], line 5``.
+_IPYTHON_FRAME_RE = re.compile(
+    r"^\s*(?:File (?P<file>\S.*?):(?P<line>\d+)|(?P<cell>Cell In\s?\[\d*\]), line (?P<cell_line>\d+))"
+    r"(?:, in (?P<func>[^\s(]+)(?:\(\))?)?\s*$"
+)
+# The failing line under an IPython frame: ``----> 5 total += row["amount"]``.
+_IPYTHON_ARROW_RE = re.compile(r"^-+>\s*\d+\s(?P<code>.*)$")
 # ``pkg.module.Class: message`` (the message is optional for a class that is clearly an exception).
 _EXC_LINE_RE = re.compile(r"^(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Za-z_]\w*))(?::(?:\s(?P<msg>.*))?)?$")
 # The same, found inside prose: "it fails with ValueError: base_url and ...".
@@ -44,6 +51,7 @@ _BUILTIN_EXCEPTIONS = frozenset(
     name for name, obj in vars(builtins).items() if isinstance(obj, type) and issubclass(obj, BaseException)
 )
 _SITE_PACKAGES_RE = re.compile(r"(?:site|dist)-packages[/\\](?P<lib>[A-Za-z_][\w\-]*)")
+_STDLIB_PATH_RE = re.compile(r"[/\\]lib[/\\](?:python|pypy)\d[\d.]*[/\\](?!(?:site|dist)-packages)")
 _LEVEL_RE = re.compile(r"(?<![\w])(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|EXCEPTION)(?![\w])")
 # What may stand before a log level: a timestamp, brackets, a process id, a logger name and separators.
 _LOG_HEAD_RE = re.compile(r"^[\s\[\]()\d:.,TZ+\-/|]*(?:[\w.\-]+\s*[\]:|\-]+\s*)?[\s\[\]()\d:.,TZ+\-/|]*$")
@@ -67,6 +75,13 @@ class Frame:
     file: str
     line: int
     function: str | None
+    code: str | None = None  # the source line the traceback shows under the frame
+
+    @property
+    def in_library(self) -> bool:
+        """Installed packages' code (site-packages) or Python's own (its lib folder), not the user's."""
+        path = self.file.replace("\\", "/")
+        return bool(_SITE_PACKAGES_RE.search(path) or _STDLIB_PATH_RE.search(path) or path.startswith("<frozen"))
 
 
 @dataclass(frozen=True)
@@ -128,11 +143,7 @@ def parse_query(raw: str | bytes, *, max_chars: int = 20_000) -> Query:
     lines = [_FENCE_RE.sub("", line).rstrip() for line in text.split("\n")]
     lines = [line[2:] if line.startswith("> ") else line for line in lines]  # Slack / markdown quotes
     body = "\n".join(lines).strip()
-    frames = tuple(
-        Frame(m["file"], int(m["line"]), (m["func"] or "").strip() or None)
-        for m in (_FRAME_RE.match(line) for line in lines)
-        if m
-    )
+    frames = _frames(lines)
     is_traceback = bool(frames) or any(line.strip().startswith("Traceback (most recent call last)") for line in lines)
     found = _error_lines(lines)
     last = found[-1] if found else None
@@ -169,6 +180,27 @@ def parse_query(raw: str | bytes, *, max_chars: int = 20_000) -> Query:
         causes=causes,
         level=level,
     )
+
+
+def _frames(lines: list[str]) -> tuple[Frame, ...]:
+    """Each traceback frame with the source line shown under it (plain and IPython/Jupyter layouts)."""
+    frames: list[Frame] = []
+    for i, line in enumerate(lines):
+        m = _FRAME_RE.match(line)
+        if m:
+            code = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            usable = code and not _FRAME_RE.match(lines[i + 1]) and lines[i + 1][:1].isspace()
+            func = (m["func"] or "").strip() or None
+            frames.append(Frame(m["file"], int(m["line"]), func, code if usable else None))
+            continue
+        m = _IPYTHON_FRAME_RE.match(line)
+        if m:
+            code = next(
+                (a["code"].strip() for a in map(_IPYTHON_ARROW_RE.match, lines[i + 1 : i + 12]) if a), None
+            )
+            file = m["file"] or m["cell"]
+            frames.append(Frame(file, int(m["line"] or m["cell_line"]), m["func"], code))
+    return tuple(frames)
 
 
 def _render(error: _ErrorLine) -> str:
@@ -303,7 +335,12 @@ def normalize_library(name: str) -> str:
 
 
 def _is_prose(lines: list[str], error: _ErrorLine) -> bool:
-    """An error line that is only part of what people wrote around it, ending in a question."""
+    """An error line that is only part of what people wrote around it, ending in a question.
+
+    An error line set apart on its own (a blank line or the paste's start before it, as people paste what
+    their program printed) is the error itself, whatever is written around it."""
+    if error.cls and error.message and (error.index == 0 or not lines[error.index - 1].strip()):
+        return False
     other = [line for i, line in enumerate(lines) if line.strip() and i != error.index]
     words = sum(len(line.split()) for line in other)
     return words > 12 and "?" in "\n".join(other)

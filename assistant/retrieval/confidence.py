@@ -7,10 +7,23 @@ abstains and shows the nearest records as possibly related.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
+from ..query import Query
 from .features import FEATURES, Scored
+
+# A query of fewer distinct words than this ("error", "Exception", "None", "KeyError") cannot single out
+# an error; its confidence is capped here, below any threshold, so errata asks for more instead.
+SHORT_QUERY_WORDS = 2
+SHORT_QUERY_CONFIDENCE = 0.05
+_WORD_RE = re.compile(r"[A-Za-z0-9_]{2,}")
+
+
+def too_short_to_tell(query: Query) -> bool:
+    """Whether the paste holds too few words to tell one error from another."""
+    return len({w.lower() for w in _WORD_RE.findall(query.text[:2_000])}) < SHORT_QUERY_WORDS
 
 CONFIDENCE_FEATURES = (
     "bias",

@@ -44,11 +44,12 @@ class PatternMatcher:
         pattern = compile_pattern(source)
         if pattern is None or source in self.slow_patterns:
             return False, False
-        if messages and any(self._search(pattern, m) for m in messages):
+        if messages and any(self.search(pattern, m) for m in messages):
             return True, False
-        return False, self._search(pattern, text)
+        return False, self.search(pattern, text)
 
-    def _search(self, pattern, text: str) -> bool:
+    def search(self, pattern, text: str) -> bool:
+        """Whether the compiled ``pattern`` is found in ``text`` within the time limit."""
         try:
             return pattern.search(text, timeout=self.timeout_s) is not None
         except TimeoutError:

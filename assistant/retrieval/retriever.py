@@ -52,9 +52,10 @@ from .candidates import (
     restricted,
     select_candidates,
 )
-from .confidence import confidence_features, sigmoid
+from .confidence import SHORT_QUERY_CONFIDENCE, confidence_features, sigmoid, too_short_to_tell
 from .features import Found, Scored, bm25_sum, why
-from .matching import PATTERN_MESSAGE_CHARS, PATTERN_TEXT_CHARS, PatternMatcher
+from .matching import PATTERN_MESSAGE_CHARS, PATTERN_TEXT_CHARS, PatternMatcher, compile_pattern
+from .ownership import PYTHON_REPO, is_pythons_class, python_wording_twins, raised_in_own_code
 from .signals import SignalIndex, message_words, path_tail, tokenize
 from .weights import FittedWeights, load_weights
 
@@ -64,6 +65,9 @@ __all__ = ["Retriever"]
 DENSE_DEPTH = 1_000
 # An approximate vector index scores this many nearest exactly, the rest of DENSE_DEPTH by its 8-bit codes.
 EXACT_COSINES = 25
+# Subtracted from the fused score of a library's record that cannot answer a Python error raised where that
+# library is not in play (see ownership.py): it ranks below every record of Python's own.
+NOT_IN_PLAY = 1_000.0
 
 
 class Retriever:
@@ -110,6 +114,17 @@ class Retriever:
         )
         self._mention_variants = {v.lower(): w for v, w in variants.items()}
         self.matcher = PatternMatcher()
+        self._python = self.signals.repos.get(PYTHON_REPO)
+        python_records = [self.records[p] for p in self._python.tolist()]
+        self._python_classes = frozenset(r.error_class for r in python_records)
+        self._python_patterns: dict[str, list] = {}
+        for r in python_records:
+            compiled = compile_pattern(r.message_pattern) if r.message_pattern else None
+            if compiled is not None:
+                self._python_patterns.setdefault(r.error_class, []).append(
+                    (r, lambda text, c=compiled: self.matcher.search(c, text))
+                )
+        self._twins: dict[str, np.ndarray] = {}  # error class -> library records worded as Python words it
 
     # --- what each signal finds ----------------------------------------------------------------
 
@@ -259,7 +274,41 @@ class Retriever:
                 weighted,
             ]
         )
-        return Scored(features, features @ self.weights[model], model, scored)
+        scores = features @ self.weights[model]
+        penalized = self._not_in_play(query, found)
+        if len(penalized):
+            where, _picked = among(penalized, scored)
+            scores[where] -= NOT_IN_PLAY
+        return Scored(features, scores, model, scored)
+
+    def _pattern_search(self, source: str, text: str) -> bool:
+        pattern = compile_pattern(source)
+        return pattern is not None and self.matcher.search(pattern, text)
+
+    def _not_in_play(self, query: Query, found: Found) -> np.ndarray:
+        """Library records that cannot answer this error (ascending positions): for a Python error with no
+        library seen or named, every library's record when the traceback ends in the user's own code, and
+        those worded as Python's own message when there is no traceback to tell."""
+        if not len(self._python) or found.known is not None or query.kind == "question":
+            return NONE
+        if not is_pythons_class(query, self._python_classes):
+            return NONE
+        cls = query.exception_class or ""
+        if cls not in self._twins:
+            same_class = self.signals.classes.get(cls)
+            self._twins[cls] = python_wording_twins(
+                self.records, same_class, self._python_patterns, self._pattern_search
+            )
+        twins = self._twins[cls]
+        if raised_in_own_code(query):
+            # Only a library record whose own wording the message matches may answer (a compiled extension
+            # raises in the user's frame: ``TypeError: TextInputSequence must be str`` is tokenizers').
+            specific = np.setdiff1d(found.on_message, twins)
+            keep = np.union1d(self._python, specific)
+            return np.setdiff1d(np.arange(len(self.records)), keep, assume_unique=True)
+        if query.frames:  # raised inside an installed package or Python's lib folder: anyone may answer
+            return NONE
+        return twins
 
     def _coverage(self, in_all: dict[int, tuple[np.ndarray, np.ndarray]], m: int) -> tuple[np.ndarray, np.ndarray]:
         """How many of the query's words (``in_all``: where each is among the records scored) each record
@@ -285,6 +334,8 @@ class Retriever:
         scored = self.score(query)
         order = best(scored.scores, max(k, 2))
         confidence = self.confidence(scored, order)
+        if too_short_to_tell(query):
+            confidence = min(confidence, SHORT_QUERY_CONFIDENCE)
         hits = [
             Hit(self.records[scored.position(j)], float(scored.scores[j]), why(scored.features[j])) for j in order[:k]
         ]

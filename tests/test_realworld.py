@@ -1,0 +1,102 @@
+"""Real-world pastes: Python's own errors in the user's code, whose error it is, and too-short queries."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from assistant import parse_query
+
+REALWORLD = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "realworld.jsonl"
+PYTHON = "python/cpython"
+
+KEYERROR_IN_MY_CODE = """Traceback (most recent call last):
+  File "/home/me/proj/report.py", line 12, in total
+    total += row["amount"]
+KeyError: 'amount'
+"""
+
+NONE_IN_A_NOTEBOOK = """---------------------------------------------------------------------------
+AttributeError                            Traceback (most recent call last)
+Cell In[4], line 3
+      1 user = find_user(42)
+----> 3 print(user.name)
+
+AttributeError: 'NoneType' object has no attribute 'name'
+"""
+
+
+def test_a_keyerror_in_ones_own_code_is_answered_from_pythons_record_at_the_users_line(assistant):
+    answer = assistant.ask(KEYERROR_IN_MY_CODE)
+    assert answer.hits[0].record.repo == PYTHON and answer.confidence >= assistant.settings.confidence_threshold
+    assert "`row` has no key 'amount'" in answer.text
+    assert "`proj/report.py`, line 12, in `total`" in answer.text
+    assert {c.repo for c in answer.citations} == {PYTHON}
+
+
+def test_a_jupyter_traceback_points_at_the_cell_line(assistant):
+    query = parse_query(NONE_IN_A_NOTEBOOK)
+    assert query.frames[-1].file == "Cell In[4]" and query.frames[-1].code == "print(user.name)"
+    answer = assistant.ask(NONE_IN_A_NOTEBOOK)
+    assert answer.hits[0].record.repo == PYTHON
+    assert "`user` is `None` here, so it has no attribute `name`." in answer.text
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "KeyError: 'amount'",
+        "AttributeError: 'NoneType' object has no attribute 'name'",
+        "NameError: name 'pd' is not defined",
+        "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+    ],
+)
+def test_a_bare_python_error_line_is_not_answered_by_a_library_record_worded_like_it(assistant, paste):
+    retrieval = assistant.retrieve(paste)[1]
+    assert retrieval.hits[0].record.repo == PYTHON
+
+
+def test_a_library_record_still_answers_where_its_library_is_in_the_frames(assistant):
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/me/app.py", line 3, in <module>\n'
+        '    httpx.get("http://127.0.0.1:9")\n'
+        '  File "/venv/lib/python3.11/site-packages/httpx/_transports/default.py", line 118, in map_exc\n'
+        "    raise mapped_exc(message) from exc\n"
+        "httpx.ConnectError: [Errno 111] Connection refused\n"
+    )
+    assert assistant.retrieve(paste)[1].hits[0].record.repo == "encode/httpx"
+
+
+def test_a_compiled_extensions_own_message_raised_in_the_users_frame_keeps_its_record(assistant):
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/dev/nlp/count_tokens.py", line 15, in <module>\n'
+        "    n = len(tok.encode(raw).ids)\n"
+        "TypeError: TextInputSequence must be str\n"
+    )
+    assert assistant.retrieve(paste)[1].hits[0].record.repo == "huggingface/tokenizers"
+
+
+@pytest.mark.parametrize("word", ["error", "Exception", "None", "KeyError", "  traceback  "])
+def test_a_single_word_abstains(assistant, word):
+    answer = assistant.ask(word)
+    assert answer.confidence < assistant.settings.confidence_threshold
+    assert "No record in the knowledge base matches" in answer.text
+
+
+@pytest.mark.slow
+def test_user_code_errors_never_cite_a_library_not_in_play(assistant):
+    """On the real-world set's pastes of errors from one's own code (no library frame, no library named),
+    a confident answer is always one of Python's own records."""
+    rows = [json.loads(line) for line in REALWORLD.read_text().splitlines() if line.strip()]
+    user_code = [r for r in rows if r["kind"] == "user-code"]
+    assert len(user_code) >= 60
+    cited = []
+    for row in user_code:
+        retrieval = assistant.retrieve(row["query"])[1]
+        if retrieval.confident and retrieval.hits[0].record.repo != PYTHON:
+            cited.append((row["id"], retrieval.hits[0].record.repo))
+    assert not cited
