@@ -258,7 +258,7 @@ def offline_answer(query: Query, retrieval: Retrieval, note: str | None = None) 
     if query.kind == "empty":
         return Answer("Paste a traceback, an error line or a question about a Python error.", notes=notes)
     if not hits or not retrieval.confident:
-        text, citations = _no_match(hits)
+        text, citations = _no_match(hits, query)
         grounded = False
     else:
         text, citations = _matched(hits, query)
@@ -304,8 +304,8 @@ def _matched(hits: list[Hit], query: Query) -> tuple[str, list[Citation]]:
     return "\n\n".join(blocks), citations
 
 
-def _no_match(hits: list[Hit]) -> tuple[str, list[Citation]]:
-    blocks = ["**No record in the knowledge base matches this error.**"]
+def _no_match(hits: list[Hit], query: Query) -> tuple[str, list[Citation]]:
+    blocks = ["**No record in the knowledge base matches this error.**", _looked_for(query)]
     related = hits[:RELATED_MAX]
     if related:
         blocks[0] += " The nearest records are listed as possibly related; check that one fits before following it."
@@ -320,6 +320,28 @@ def _no_match(hits: list[Hit]) -> tuple[str, list[Citation]]:
         blocks.append("**Possibly related:**\n" + "\n".join(items))
     citations = [citation_for(n, h, _first(h.record.solutions)) for n, h in enumerate(related, start=1)]
     return "\n\n".join(blocks), citations
+
+
+def _looked_for(query: Query) -> str:
+    """What errata read in the paste, and what to paste for a better chance: a refused user sees why."""
+    read = []
+    if query.exception_class:
+        read.append(f"the error {_inline_code(query.error_line or query.exception_class)}")
+    elif query.message:
+        read.append(f"the message {_inline_code(query.message[:200])}")
+    if query.libraries:
+        read.append("libraries " + ", ".join(_inline_code(lib) for lib in query.libraries))
+    if query.frames:
+        read.append(f"{len(query.frames)} traceback frame(s)")
+    looked = f"errata looked for {'; '.join(read)}." if read else "errata found no error line in the paste."
+    if query.frames and query.exception_class:
+        tip = "If the error comes from a library, the lines of its traceback inside that library help most."
+    else:
+        tip = (
+            "Paste the whole traceback (from `Traceback (most recent call last):` to its last line), "
+            "or the exact error line."
+        )
+    return f"{looked} {tip}"
 
 
 def nearly_as_likely(hits: list[Hit]) -> bool:

@@ -38,15 +38,23 @@ MODELS = ("error", "prose")
 SHARED_CONFIDENCE = ("message_unmatched",)
 
 
+def fused(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The Retriever's fused scores: features (all columns but the last) times weights, less the penalty
+    (the last column: records that cannot answer, see retrieval/ownership.py)."""
+    return x[..., :-1] @ w - x[..., -1]
+
+
 def fit_softmax(items: list[tuple[np.ndarray, int]], l2: float = L2) -> np.ndarray:
     """Weights maximizing the log-probability of each query's relevant record among all records."""
-    x = np.stack([x for x, _ in items])  # (queries, records, features)
+    items = [(x, p) for x, p in items if x[p, -1] == 0]  # a penalized record cannot be put first
+    full = np.stack([x for x, _ in items])  # (queries, records, features + penalty)
+    x, penalty = full[..., :-1], full[..., -1]
     pos = np.array([p for _, p in items])
     rows = np.arange(len(items))
     wanted = x[rows, pos]  # (queries, features)
 
     def loss(w: np.ndarray) -> tuple[float, np.ndarray]:
-        s = x @ w
+        s = x @ w - penalty
         s = s - s.max(axis=1, keepdims=True)
         p = np.exp(s)
         p /= p.sum(axis=1, keepdims=True)
@@ -89,9 +97,9 @@ def evaluate(rows, features, models, relevant, w_by_model, cw, threshold):
     out: dict[str, list] = {}
     abstained_neg, abstained_pos = [], []
     for row, x, model, rel in zip(rows, features, models, relevant, strict=True):
-        scores = x @ w_by_model[model]
+        scores = fused(x, w_by_model[model])
         order = np.argsort(-scores, kind="stable")
-        c = 1 / (1 + np.exp(-(confidence_features(Scored(x, scores, model), order) @ cw[model])))
+        c = 1 / (1 + np.exp(-(confidence_features(Scored(x[:, :-1], scores, model), order) @ cw[model])))
         if rel is None:
             abstained_neg.append(c < threshold)
             continue
@@ -122,9 +130,9 @@ def fit_all(rows, features, models, relevant, train):
     # One row per query: its model's own features in that model's block, zeros in the other's, then the shared.
     cx, cy, blocks = [], [], []
     for i in train:
-        scores = features[i] @ w[models[i]]
+        scores = fused(features[i], w[models[i]])
         order = np.argsort(-scores, kind="stable")
-        c = confidence_features(Scored(features[i], scores, models[i]), order)
+        c = confidence_features(Scored(features[i][:, :-1], scores, models[i]), order)
         row = np.zeros(len(MODELS) * len(own) + len(shared))
         block = MODELS.index(models[i]) * len(own)
         row[block : block + len(own)] = c[own]
@@ -181,26 +189,36 @@ def group_of(row) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--dev", type=Path, default=DEV)
+    parser.add_argument(
+        "--extra",
+        type=Path,
+        action="append",
+        default=[],
+        help="another query set fitted on with the dev set (e.g. benchmarks/data/realworld.jsonl)",
+    )
     parser.add_argument("--index", type=Path, default=Path("/tmp/errata-fit-index"))
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--write", action="store_true", help="save the in-sample fit as retrieval/weights.json")
     parser.add_argument("--cache", type=Path, help="save features here, or reuse them if the file exists")
     parser.add_argument("--query-vectors", type=Path, help="a file caching the query embeddings between runs")
     args = parser.parse_args()
+    rows = [json.loads(line) for line in args.dev.read_text().splitlines() if line.strip()]
+    for path in args.extra:  # reported apart: their styles are prefixed with the file's name
+        extra = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        rows += [{**row, "style": f"{path.stem}:{row.get('style', 'question')}"} for row in extra]
     if args.cache and args.cache.exists():
         saved = np.load(args.cache, allow_pickle=True)
-        rows = [json.loads(line) for line in args.dev.read_text().splitlines() if line.strip()]
         report(rows, list(saved["features"]), list(saved["models"]), list(saved["relevant"]), args.folds, args.write)
         return
     assistant = Assistant(Settings.load(env={}, index_dir=args.index))
     if args.query_vectors:
         assistant.retriever.embedder = MemoEmbedder(assistant.embedder, args.query_vectors)
     position = {r.id: i for i, r in enumerate(assistant.records)}
-    rows = [json.loads(line) for line in args.dev.read_text().splitlines() if line.strip()]
     features, models, relevant = [], [], []
     for row in rows:
         scored = assistant.retriever.score(assistant.parse(row["query"]))
-        features.append(scored.features)
+        penalty = scored.penalty if scored.penalty is not None else np.zeros(len(scored.scores))
+        features.append(np.column_stack([scored.features, penalty]))
         models.append(scored.model)
         relevant.append(position[row["relevant"][0]] if row["relevant"] else None)
     if args.query_vectors:

@@ -100,3 +100,31 @@ def test_user_code_errors_never_cite_a_library_not_in_play(assistant):
         if retrieval.confident and retrieval.hits[0].record.repo != PYTHON:
             cited.append((row["id"], retrieval.hits[0].record.repo))
     assert not cited
+
+
+def test_a_refused_user_sees_what_was_looked_for_and_folded_related_records(assistant):
+    from assistant.frontends.web_render import answer_markdown, sources_html
+
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/app.py", line 3, in <module>\n'
+        "    go()\n"
+        "FrobnicateError: the flux capacitor is unaligned"
+    )
+    answer = assistant.ask(paste)
+    assert not answer.grounded
+    assert "errata looked for the error `FrobnicateError: the flux capacitor is unaligned`" in answer.text
+    assert "1 traceback frame(s)" in answer.text
+    panel = sources_html(answer)
+    assert "No confident match" in panel and 'class="errata-related"' in panel
+    assert "<ol>" not in panel  # no fix steps of unrelated records to follow
+    assert "beside the chat" not in answer_markdown(answer)  # on a phone the panel sits below
+
+
+def test_source_cards_show_inline_code_as_code(assistant):
+    from assistant.frontends.web_render import sources_html
+
+    answer = assistant.ask("smolagents.utils.AgentError: Agent interrupted.")
+    panel = sources_html(answer)
+    steps = panel[panel.index("<ol>") : panel.index("</ol>")]
+    assert "`" not in steps

@@ -55,6 +55,9 @@ CSS = """
 .errata-card .meta { font-size: 0.8rem; color: var(--body-text-color-subdued); margin-bottom: 6px; }
 .errata-card .msg { font-family: var(--font-mono); font-size: 0.82rem; margin: 4px 0 6px 0; }
 .errata-card ol { margin: 4px 0 6px 1.2rem; padding: 0; font-size: 0.88rem; }
+.errata-related { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 6px 10px;
+  margin: 6px 0; font-size: 0.88rem; }
+.errata-related .msg { font-size: 0.85rem; margin: 6px 0 2px 0; }
 .errata-card details summary { cursor: pointer; font-size: 0.85rem; }
 .errata-card pre { max-height: 320px; overflow: auto; font-size: 0.78rem; white-space: pre; }
 .errata-card a.code-link { font-size: 0.85rem; }

@@ -29,9 +29,9 @@ def answer_markdown(answer: Answer) -> str:
     if not answer.hits:
         return answer.text
     if answer.grounded:
-        footer = f"*Confidence {answer.confidence:.2f} · sources beside the chat.*"
+        footer = f"*Confidence {answer.confidence:.2f} · the sources are in the Sources panel.*"
     else:
-        footer = "⚠️ *No confident match: the records beside the chat are only possibly related.*"
+        footer = "⚠️ *No confident match: the records in the Sources panel are only possibly related.*"
     return f"{answer.text}\n\n{footer}"
 
 
@@ -46,6 +46,29 @@ def _esc(value: object) -> str:
 
 def _safe_url(url: str | None) -> str | None:
     return url if url and url.startswith(("https://", "http://")) else None
+
+
+_INLINE_CODE_RE = re.compile(r"`([^`\n]+)`")
+
+
+def _prose(text: str) -> str:
+    """Record prose as HTML: escaped, with its markdown `inline code` shown as code, not as backticks."""
+    return _INLINE_CODE_RE.sub(lambda m: f"<code>{m.group(1)}</code>", _esc(text))
+
+
+def _related_line(hit: Any, number: int | None) -> str:
+    """A possibly related record, folded to one title line and its link (no fix steps to follow)."""
+    r = hit.record
+    label = f"[{number}] " if number is not None else ""
+    url = _safe_url(r.github_url)
+    link = (
+        f' · <a href="{_esc(url)}" target="_blank" rel="noopener noreferrer">code ↗</a>' if url else ""
+    )
+    return (
+        f'<details class="errata-related"><summary>{label}<b>{_esc(r.error_class)}</b>: '
+        f"{_esc(r.error_message[:140])} <small>({_esc(r.repo)})</small>{link}</summary>"
+        f'<div class="msg">{_prose(r.documentation)}</div></details>'
+    )
 
 
 def _card(hit: Any, number: int | None, confidence: float | None) -> str:
@@ -64,7 +87,7 @@ def _card(hit: Any, number: int | None, confidence: float | None) -> str:
         f'<div class="msg">{_esc(r.error_message)}</div>',
     ]
     if r.solutions:
-        parts.append("<ol>" + "".join(f"<li>{_esc(s)}</li>" for s in r.solutions) + "</ol>")
+        parts.append("<ol>" + "".join(f"<li>{_prose(s)}</li>" for s in r.solutions) + "</ol>")
     url = _safe_url(r.github_url)
     if url:
         parts.append(
@@ -118,8 +141,7 @@ def sources_html(answer: Answer | None, *, pending: bool = False) -> str:
         )
         numbers = {c.record_id: c.number for c in answer.citations}
         related = [h for h in answer.hits if h.record.id in numbers] or answer.hits[:3]
-        parts += [_card(hit, numbers.get(hit.record.id), None) for hit in related]
-        others = [h for h in answer.hits if h not in related]
-        parts += _also_considered(others)
+        parts.append('<p class="errata-empty">Possibly related (folded; open one to read it):</p>')
+        parts += [_related_line(hit, numbers.get(hit.record.id)) for hit in related]
     parts.append("</div>")
     return "".join(parts)

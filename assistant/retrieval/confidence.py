@@ -37,6 +37,7 @@ CONFIDENCE_FEATURES = (
     "unknown_words",
     "message_unmatched",  # the query quotes an error message; neither the top hit's pattern nor its words match it
     "weighted_coverage",  # the share of the query's words the top hit has, weighted by rarity
+    "message_overlap",  # the share of the quoted message's literal words the top hit's message has
 )
 
 
@@ -63,8 +64,11 @@ def confidence_features(scored: Scored, order: np.ndarray) -> np.ndarray:
             f[index("lexical_strength")],
             f[index("coverage")],
             f[index("unknown_words")],
-            f[index("has_message")] * (1.0 - min(1.0, 2.0 * pattern)) * (1.0 - f[index("message_covered")]),
+            f[index("has_message")]
+            * (1.0 - min(1.0, 2.0 * pattern))
+            * (1.0 - max(f[index("message_covered")], f[index("message_overlap")])),
             f[index("weighted_coverage")],
+            f[index("message_overlap")],
         ]
     )
 

@@ -31,6 +31,7 @@ FEATURES = (
     "has_message",  # the query quotes an error message of two literal words or more (the same for every record)
     "message_covered",  # every literal word of that message is in the record's message (a pattern too strict)
     "weighted_coverage",  # like coverage, each word weighted by its rarity in the knowledge base (idf)
+    "message_overlap",  # share of the quoted message's literal words in the record's message (a rewording)
 )
 
 
@@ -42,6 +43,9 @@ class Scored:
     scores: np.ndarray  # (scored records,)
     model: str  # "error" or "prose"
     positions: np.ndarray | None = None  # which records were scored; None: every record, in order
+    # Subtracted from the fused score (records that cannot answer: see ownership.py), kept apart from the
+    # features so a refit sees the same rule.
+    penalty: np.ndarray | None = None
 
     def position(self, j: int) -> int:
         """The record position of scored row ``j``."""
@@ -61,6 +65,8 @@ class Found:
     named: np.ndarray
     known: np.ndarray | None  # records of the libraries the query names or shows; None: it names none
     covered: np.ndarray
+    overlap: np.ndarray  # records holding any quoted message word
+    overlap_share: np.ndarray  # for each of overlap: the share of the quoted words it holds
     dense: np.ndarray
     cosines: np.ndarray  # for each of dense
     floor: float  # the cosine of every record beyond the nearest

@@ -182,6 +182,7 @@ class Retriever:
         seen, named, known = self._libraries(query)
         # Records whose message holds every quoted word (when the query quotes a message of 2+ words).
         covered = self.signals.message_words.intersection(quoted) if len(quoted) >= 2 else NONE
+        overlap, overlap_share = self._overlap(quoted)
         dense, cosines, floor = self._nearest(dense_text)
         return Found(
             on_message=on_message,
@@ -193,6 +194,8 @@ class Retriever:
             named=named,
             known=known,
             covered=covered,
+            overlap=overlap,
+            overlap_share=overlap_share,
             dense=dense,
             cosines=cosines,
             floor=floor,
@@ -272,14 +275,27 @@ class Retriever:
                 np.full(m, has_message),
                 spread(found.covered),
                 weighted,
+                spread(found.overlap, found.overlap_share),
             ]
         )
-        scores = features @ self.weights[model]
+        penalty = np.zeros(m)
         penalized = self._not_in_play(query, found)
         if len(penalized):
             where, _picked = among(penalized, scored)
-            scores[where] -= NOT_IN_PLAY
-        return Scored(features, scores, model, scored)
+            penalty[where] = NOT_IN_PLAY
+        return Scored(features, features @ self.weights[model] - penalty, model, scored, penalty)
+
+    def _overlap(self, quoted: frozenset[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Records holding the quoted message's literal words, and the share of them each holds: a message
+        worded as another release words it shares most of its words with the record (a near miss, few)."""
+        if len(quoted) < 2:
+            return NONE, np.zeros(0)
+        columns = [self.signals.message_words.get(w) for w in quoted]
+        columns = [c for c in columns if len(c)]
+        if not columns:
+            return NONE, np.zeros(0)
+        records, counts = np.unique(np.concatenate(columns), return_counts=True)
+        return records, counts / len(quoted)
 
     def _pattern_search(self, source: str, text: str) -> bool:
         pattern = compile_pattern(source)
