@@ -55,6 +55,7 @@ from .candidates import (
 from .confidence import confidence_features, sigmoid
 from .features import Found, Scored, bm25_sum, why
 from .matching import PATTERN_MESSAGE_CHARS, PATTERN_TEXT_CHARS, PatternMatcher
+from .pattern_owners import pattern_owners
 from .signals import SignalIndex, message_words, path_tail, tokenize
 from .weights import FittedWeights, load_weights
 
@@ -109,7 +110,7 @@ class Retriever:
             re.compile(r"(?<![\w.-])(" + alternatives + r")(?![\w-])", re.IGNORECASE) if variants else None
         )
         self._mention_variants = {v.lower(): w for v, w in variants.items()}
-        self.matcher = PatternMatcher()
+        self.matcher = PatternMatcher(owners=lambda source: pattern_owners(self.signals, self.records, source))
 
     # --- what each signal finds ----------------------------------------------------------------
 
