@@ -75,6 +75,10 @@ class Settings:
     llm_retries: int = 2
     fallback_models: tuple[str, ...] = ()
     llm_max_tokens: int = 800
+    # However the reply arrives (a trickle, a flood), drafting stops after this many seconds in all and
+    # this many characters; the reply so far is shown as cut, or the offline answer when there is none.
+    llm_deadline: float = 60.0
+    llm_max_chars: int = 20_000
     llm_temperature: float = 0.2
     # Front ends.
     host: str = "127.0.0.1"
