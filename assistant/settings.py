@@ -93,6 +93,11 @@ class Settings:
     # Vector store: None means FAISS files under index_dir; "milvus:<uri>" a Milvus store.
     store: str | None = None
 
+    def __post_init__(self) -> None:
+        for name in ("top_k", "llm_deadline", "llm_max_chars"):
+            if getattr(self, name) <= 0:
+                raise ConfigurationError(f"setting {name} (env ERRATA_{name.upper()}) must be above 0")
+
     @classmethod
     def load(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Defaults, then ``ERRATA_*`` variables from ``env`` (default ``os.environ``), then overrides.
