@@ -365,6 +365,7 @@ class SlackBot:
 
 class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
     daemon_threads = True
+    request_queue_size = 128  # the default backlog, 5, reset connections of a burst of 50 events
 
 
 class _QuietHandler(WSGIRequestHandler):
