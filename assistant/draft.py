@@ -19,6 +19,7 @@ from .llm import ChatModel
 from .query import Query
 from .records import Record
 from .retrieval.ownership import PYTHON_REPO
+from .sanitize import ReplySanitizer
 from .user_frame import user_line
 
 # A second record is shown when it is at least this likely relative to the first. Hit scores are the
@@ -171,17 +172,18 @@ def stream_answer(query: Query, retrieval: Retrieval, model: ChatModel | None) -
         yield from _in_pieces(offline_answer(query, retrieval))
         return
     checker = CitationChecker(len(retrieval.hits))
+    sanitizer = ReplySanitizer(h.record.github_url for h in retrieval.hits)  # untrusted text (sanitize.py)
     stream = model.stream(build_messages(query, retrieval))
     shown: list[str] = []
     try:
         for piece in stream:
-            text = checker.feed(piece)
+            text = sanitizer.feed(checker.feed(piece))
             if text:
                 shown.append(text)
                 yield text
-        tail = checker.close()
+        tail = sanitizer.feed(checker.close()) + sanitizer.close()
     except LLMError as exc:
-        tail = checker.close()
+        tail = sanitizer.feed(checker.close()) + sanitizer.close()
         if tail:
             shown.append(tail)
             yield tail
@@ -193,11 +195,15 @@ def stream_answer(query: Query, retrieval: Retrieval, model: ChatModel | None) -
     if not "".join(shown).strip():
         yield from _after_failure(query, retrieval, model.model, "it sent an empty reply", "")
         return
+    if stream.cut:  # past the deadline or the length cap (llm.py): the reply so far, marked as cut
+        cut = f"\n\n_The reply was cut short: {stream.cut}._"
+        shown.append(cut)
+        yield cut
     if query.notes:  # below the reply: above it, a failure's offline answer would repeat it
         footer = "\n\n" + _paste_notes(query).rstrip()
         shown.append(footer)
         yield footer
-    notes = list(query.notes)
+    notes = list(query.notes) + ([f"the reply was cut short: {stream.cut}"] if stream.cut else [])
     if checker.removed:
         numbers = ", ".join(f"[{n}]" for n in checker.removed)
         notes.append(f"removed citation {numbers}: not among the retrieved records")

@@ -6,7 +6,9 @@ eval-style JSONL so that real questions become test queries.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -15,6 +17,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .errors import ErrataError
+
+logger = logging.getLogger(__name__)
+# Seconds a vote waits for a file another process holds locked before it is refused.
+BUSY_TIMEOUT_S = 2.0
+
+
+class FeedbackError(ErrataError):
+    """A vote could not be stored (the feedback file is damaged, locked or read-only); answers still work."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS feedback (
@@ -45,20 +55,59 @@ class Feedback:
 
 
 class FeedbackStore:
-    """A SQLite file of feedback rows; safe to share between threads of one process and between processes."""
+    """A SQLite file of feedback rows; safe to share between threads of one process and between processes.
+
+    A file that is damaged, locked or read-only never stops a server from starting or answering: the
+    problem is logged at start, and each vote while it lasts raises :class:`FeedbackError` saying so
+    (front ends show that instead of a thank-you). Each operation opens one connection and closes it.
+    """
 
     def __init__(self, path: Path | str):
         self.path = Path(path)
         self._lock = threading.Lock()
+        self._ready = False
+        try:
+            self._prepare()
+        except FeedbackError as exc:
+            logger.warning("%s; answers are served, votes are refused until it is fixed", exc)
+
+    def _prepare(self) -> None:
+        if self._ready:
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self._connect() as conn:
+            with self._connection() as conn:
                 conn.execute(_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
-            raise ErrataError(f"cannot open the feedback store {self.path}: {exc}") from exc
+            raise FeedbackError(self._problem(exc)) from exc
+        self._ready = True
 
-    def _connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path, timeout=10)
+    def _problem(self, exc: BaseException) -> str:
+        return (
+            f"cannot use the feedback store {self.path} ({exc}); move a damaged file away, make it writable,"
+            " or set ERRATA_FEEDBACK_DB to another file"
+        )
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """One connection, committed on success and closed either way (``with sqlite3.connect()``
+        only commits: the connections of every vote stayed open until garbage collection)."""
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
+        try:
+            with conn:
+                yield conn
+        finally:
+            conn.close()
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        """A connection to a usable store, or :class:`FeedbackError` saying what is wrong with it."""
+        self._prepare()
+        try:
+            with self._connection() as conn:
+                yield conn
+        except (OSError, sqlite3.Error) as exc:
+            raise FeedbackError(self._problem(exc)) from exc
 
     def add(
         self,

@@ -30,6 +30,7 @@ from .index.faiss_store import MANIFEST_NAME
 from .records import LoadReport, kb_files, load_records
 from .retrieval.signals import SignalIndex
 from .settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR, PACKAGE_DIR, Settings
+from .storage.checksums import record_checksums, verify_checksums
 from .storage.files import atomic_path, build_lock
 from .storage.shelf import RecordShelf
 
@@ -122,21 +123,22 @@ def _read(index_dir: Path, files: list[Path], *, strict: bool):
         meta = json.loads((folder / "snapshot.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if meta.get("format") != FORMAT or meta.get("kb") != _fingerprint(files):
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("kb") != _fingerprint(files):
         return None
     if strict and meta.get("problems"):
         return None  # loading again raises the error strict mode asks for
     try:
+        verify_checksums(folder)  # a file cut short or overwritten is rebuilt, never read (see checksums.py)
         shelf_files = [Path(p) for p in meta["shelf_files"]]
         places = np.load(folder / "places.npy", mmap_mode="r")
         signals = SignalIndex.load(folder)  # built from the shelf: its ids are the shelf's, in its order
         if len(places) != len(signals):
             raise ValueError("record counts differ")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        report = LoadReport(files=list(files), problems=list(meta["problems"]), superseded=int(meta["superseded"]))
+        return RecordShelf(shelf_files, places, signals.ids), report, signals, meta.get("manifest")
+    except Exception as exc:  # noqa: BLE001 - damaged files fail in numpy/bm25s in many ways; all mean rebuild
         logger.warning("the start-up snapshot in %s is unusable (%s); loading the records again", folder, exc)
         return None
-    report = LoadReport(files=list(files), problems=list(meta["problems"]), superseded=int(meta["superseded"]))
-    return RecordShelf(shelf_files, places, signals.ids), report, signals, meta.get("manifest")
 
 
 def _write(
@@ -166,6 +168,7 @@ def _write(
                 "manifest": stamp,
             }
             (fresh / "snapshot.json").write_text(json.dumps(meta), encoding="utf-8")
+            record_checksums(fresh)
             target = index_dir / SNAPSHOT_DIR
             if target.exists():
                 os.replace(target, old)

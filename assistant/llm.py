@@ -101,26 +101,44 @@ class ChatStream:
     """Text pieces of one reply as they arrive; ``model`` names the model that is answering.
 
     Retries and fallbacks happen before the first piece: once text has been handed out, a failure
-    raises :class:`LLMError` rather than starting the reply again.
+    raises :class:`LLMError` rather than starting the reply again. All attempts together get the
+    client's ``deadline`` (each attempt's timeout is cut to what is left), and a reply stops at
+    ``max_chars``: a trickle or a flood ends with ``cut`` saying why, the text so far kept. Between two
+    pieces the wait is bounded by the attempt's timeout, so a reply ends by ``deadline + timeout``.
     """
 
     def __init__(self, client: ChatModel, messages: list[dict[str, str]]):
         self._client = client
         self._messages = messages
         self.model: str | None = None
+        self.cut: str | None = None  # why the reply was cut short, when it was
 
     def __iter__(self) -> Iterator[str]:
         client = self._client
         last: Failure | None = None
         given_up: set[str] = set()
+        ends = time.monotonic() + client.deadline
         for model, api_base, attempt in client.attempts(given_up):
             started = False
+            left = ends - time.monotonic()
+            if left <= 0:
+                last = Failure(f"it did not answer within the {client.deadline:g} s deadline", False)
+                break
+            size = 0
             try:
-                for piece in client._call(model, api_base, self._messages):
+                for piece in client._call(model, api_base, self._messages, timeout=min(client.timeout, left)):
                     if not started:
                         started = True
                         self.model = model
+                    if size + len(piece) > client.max_chars:
+                        self.cut = f"it was longer than {client.max_chars:,} characters"
+                        yield piece[: client.max_chars - size]
+                        return
+                    size += len(piece)
                     yield piece
+                    if time.monotonic() > ends:
+                        self.cut = f"it was still arriving after the {client.deadline:g} s deadline"
+                        return
                 if started:
                     return
                 last = Failure("it sent an empty reply", True)
@@ -157,6 +175,8 @@ class ChatModel:
         fallbacks: Sequence[str] = (),
         max_tokens: int = 800,
         temperature: float = 0.2,
+        deadline: float = 60.0,
+        max_chars: int = 20_000,
     ):
         self.model = model
         self.api_base = api_base
@@ -165,6 +185,8 @@ class ChatModel:
         self.fallbacks = tuple(fallbacks)
         self.max_tokens = max_tokens
         self.temperature = temperature
+        self.deadline = deadline
+        self.max_chars = max_chars
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ChatModel | None:
@@ -179,6 +201,8 @@ class ChatModel:
             fallbacks=settings.fallback_models,
             max_tokens=settings.llm_max_tokens,
             temperature=settings.llm_temperature,
+            deadline=settings.llm_deadline,
+            max_chars=settings.llm_max_chars,
         )
 
     def candidates(self) -> list[tuple[str, str | None]]:
@@ -220,8 +244,10 @@ class ChatModel:
         """The whole reply to ``messages``."""
         return "".join(self.stream(messages))
 
-    def _call(self, model: str, api_base: str | None, messages: list[dict[str, str]]) -> Iterator[str]:
-        response = self.request(model, api_base, messages, stream=True)
+    def _call(
+        self, model: str, api_base: str | None, messages: list[dict[str, str]], **extra: Any
+    ) -> Iterator[str]:
+        response = self.request(model, api_base, messages, stream=True, **extra)
         for chunk in response:
             choices = getattr(chunk, "choices", None) or []
             if not choices:

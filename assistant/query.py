@@ -12,6 +12,8 @@ import builtins
 import re
 from dataclasses import dataclass, field
 
+from .text_input import well_formed
+
 # A traceback frame line: File "path", line N, in func
 _FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?\s*$')
 # IPython / Jupyter frames: ``File ~/proj/app.py:12, in main()`` and ``Cell In[3], line 5``.
@@ -125,6 +127,7 @@ def clean_text(raw: str | bytes, max_chars: int) -> tuple[str, list[str]]:
     notes: list[str] = []
     if isinstance(raw, bytes):
         raw = raw.decode("utf-8", errors="replace")
+    raw = well_formed(raw)  # lone surrogates and zero-width characters (see text_input.py)
     if "\x00" in raw or len(_CONTROL_RE.findall(raw[:10_000])) > 50:
         notes.append("the paste held binary data; it was dropped")
     text = _CONTROL_RE.sub("", raw).replace("\r\n", "\n").replace("\r", "\n")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import KnowledgeBaseError
+from .pattern_safety import unbounded_reason
 
 logger = logging.getLogger(__name__)
 
@@ -154,8 +155,11 @@ def record_from_dict(data: dict[str, Any], *, source: str = "", dataset_version:
         raise ValueError("errorMessage: must not be empty")
     try:
         re.compile(values["message_pattern"])
-    except re.error as exc:
+    except (re.error, OverflowError, RecursionError, ValueError) as exc:  # a{99999999999}: OverflowError
         raise ValueError(f"messagePattern: does not compile as a Python regex ({exc})") from None
+    slow = unbounded_reason(values["message_pattern"])
+    if slow:
+        raise ValueError(f"messagePattern: {slow}")
     return Record(**values, dataset_version=dataset_version, source=source)
 
 
@@ -306,6 +310,8 @@ def parse_line(line: str, where: str) -> Record:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")
     dataset_version = data.get("datasetVersion")

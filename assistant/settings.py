@@ -75,6 +75,10 @@ class Settings:
     llm_retries: int = 2
     fallback_models: tuple[str, ...] = ()
     llm_max_tokens: int = 800
+    # However the reply arrives (a trickle, a flood), drafting stops after this many seconds in all and
+    # this many characters; the reply so far is shown as cut, or the offline answer when there is none.
+    llm_deadline: float = 60.0
+    llm_max_chars: int = 20_000
     llm_temperature: float = 0.2
     # Front ends.
     host: str = "127.0.0.1"
@@ -88,6 +92,11 @@ class Settings:
     slack_signing_secret: str | None = field(default=None, repr=False, metadata={"env": "SLACK_SIGNING_SECRET"})
     # Vector store: None means FAISS files under index_dir; "milvus:<uri>" a Milvus store.
     store: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("top_k", "llm_deadline", "llm_max_chars"):
+            if getattr(self, name) <= 0:
+                raise ConfigurationError(f"setting {name} (env ERRATA_{name.upper()}) must be above 0")
 
     @classmethod
     def load(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

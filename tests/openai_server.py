@@ -2,8 +2,9 @@
 
 It answers ``POST /v1/chat/completions`` (and ``/chat/completions``) as OpenAI does: a JSON
 completion, or with ``"stream": true`` server-sent events, one ``data: {chunk}`` per piece and a
-final ``data: [DONE]``. Tests script the reply, an HTTP error status, a delay before answering, or a
-gate that holds the stream after its first piece; every request body is kept for assertions.
+final ``data: [DONE]``. Tests script the reply, an HTTP error status, a delay before answering, a gate
+that holds the stream after its first piece, or a pause between pieces (a trickle); every request body
+is kept for assertions.
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ class OpenAIServer:
         error_body: str | None = None,
         delay: float = 0.0,
         gate: threading.Event | None = None,
+        piece_delay: float = 0.0,
     ):
         self.reply = reply
         self.status = status
         self.error_body = error_body
         self.delay = delay
         self.gate = gate
+        self.piece_delay = piece_delay  # seconds between streamed pieces: a reply that trickles in
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._stop = threading.Event()
@@ -107,6 +110,8 @@ class OpenAIServer:
                     self._event(_chunk(body, created, delta, None))
                     if i == 0 and server.gate is not None:
                         server.gate.wait(timeout=30)
+                    if server.piece_delay and server._stop.wait(server.piece_delay):
+                        return
                 self._event(_chunk(body, created, {}, "stop"))
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..errors import ErrataError
+from ..errors import ConfigurationError, ErrataError
 from ..settings import Settings
 
 Command = Callable[[argparse.Namespace, Settings], int]
@@ -39,13 +39,24 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help="log what errata does")
 
 
+def _positive(value: str) -> int:
+    """An argparse type: a whole number of at least 1 (``--top-k 0`` retrieved nothing, yet said 0.98)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="errata", description="Answers for Python errors, with sources.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("ask", help="answer a traceback, error line or question")
     p.add_argument("text", help="what to ask; '-' reads standard input")
-    p.add_argument("--top-k", dest="top_k", type=int, help="how many records to retrieve (default 5)")
+    p.add_argument("--top-k", dest="top_k", type=_positive, help="how many records to retrieve (default 5)")
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
     p.add_argument("--model", help="litellm model that drafts the answer, e.g. gpt-4o-mini (default: offline)")
     p.add_argument("--api-base", dest="api_base", help="API base URL for the model (e.g. a local server)")
@@ -191,6 +202,8 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
     from ..api import Assistant, configure_serving_threads
 
     text = sys.stdin.buffer.read().decode("utf-8", errors="replace") if args.text == "-" else args.text
+    if not text.strip():  # before loading anything
+        raise ConfigurationError("nothing to ask: give a traceback, an error line or a question (or - for stdin)")
     assistant = Assistant(settings, show_progress=sys.stderr.isatty())
     configure_serving_threads(settings)
     if args.json:

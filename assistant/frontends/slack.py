@@ -29,6 +29,7 @@ from ..answer import Answer
 from ..errors import ConfigurationError, ErrataError
 from ..feedback import FeedbackStore
 from ..settings import Settings
+from .ports import check_port_free
 from .slack_blocks import (
     BLOCKS_PER_MESSAGE,
     FEEDBACK_ACTION_PREFIX,
@@ -40,6 +41,7 @@ from .slack_blocks import (
     split_text,
     to_mrkdwn,
 )
+from .slack_guard import guarded
 
 if TYPE_CHECKING:
     from slack_bolt.adapter.socket_mode import SocketModeHandler
@@ -324,13 +326,13 @@ class SlackBot:
                 source="slack",
                 context=exchange.context,
             )
-        except Exception:
-            logger.exception("storing Slack feedback from %s failed", user)
-            return
-        if user and channel:
             thanks = (
                 "Thanks, noted as helpful." if helpful else "Thanks, noted as not helpful; it helps improve errata."
             )
+        except Exception:  # a damaged or locked feedback file (FeedbackError): say so, keep answering
+            logger.exception("storing Slack feedback from %s failed", user)
+            thanks = "Sorry, your feedback could not be saved right now; errata keeps answering."
+        if user and channel:
             try:
                 client.chat_postEphemeral(channel=channel, user=user, thread_ts=message.get("thread_ts"), text=thanks)
             except Exception:
@@ -340,7 +342,7 @@ class SlackBot:
 
     def http_server(self, host: str | None = None, port: int | None = None) -> WSGIServer:
         """A threaded HTTP server for ``/slack/events`` (not started: call ``serve_forever``)."""
-        handler = SlackRequestHandler(self.app, path=EVENTS_PATH)
+        handler = guarded(SlackRequestHandler(self.app, path=EVENTS_PATH))  # 400/401, not 500 (slack_guard.py)
         host = self.settings.host if host is None else host
         port = self.settings.slack_port if port is None else port
         try:
@@ -363,6 +365,7 @@ class SlackBot:
 
 class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
     daemon_threads = True
+    request_queue_size = 128  # the default backlog, 5, reset connections of a burst of 50 events
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -383,6 +386,8 @@ def run(settings: Settings, mode: str | None = None) -> None:
 
     mode = mode or ("socket" if settings.slack_app_token else "http")
     check_credentials(settings, mode)
+    if mode == "http":  # before seconds of loading (ports.py)
+        check_port_free(settings.host, settings.slack_port, what="--port or ERRATA_SLACK_PORT")
     assistant = Assistant(settings, show_progress=sys.stderr.isatty())
     configure_serving_threads(settings)
     bot = SlackBot(assistant, settings, mode=mode)

@@ -22,13 +22,15 @@ from ..answer import Answer  # noqa: E402
 from ..api import OFFLINE as API_OFFLINE  # noqa: E402
 from ..api import Assistant, configure_serving_threads  # noqa: E402
 from ..errors import ConfigurationError, ErrataError  # noqa: E402
-from ..feedback import FeedbackStore  # noqa: E402
+from ..feedback import FeedbackError, FeedbackStore  # noqa: E402
 from ..settings import Settings  # noqa: E402
+from .ports import check_port_free  # noqa: E402
 from .web_render import MAX_SOURCES, answer_markdown, citations_json, sources_html, user_markdown  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
 OFFLINE = "offline (from the records, no LLM)"
+VOTE_FAILED = "Sorry, your feedback could not be saved right now (the feedback store is unavailable)."
 
 EXAMPLES = [
     "Traceback (most recent call last):\n"
@@ -149,7 +151,13 @@ class WebChat:
 
     def vote(self, state: ChatState, data: gr.LikeData) -> tuple[ChatState, Any, str]:
         """Thumbs up or down on an answer: store (or change, or take back) the vote; offer a comment box."""
-        state = state or ChatState()
+        try:
+            return self._vote(state or ChatState(), data)
+        except FeedbackError as exc:  # a damaged or locked feedback file: the chat goes on
+            logger.warning("%s", exc)
+            return state or ChatState(), gr.update(visible=False), VOTE_FAILED
+
+    def _vote(self, state: ChatState, data: gr.LikeData) -> tuple[ChatState, Any, str]:
         index = data.index[0] if isinstance(data.index, (list, tuple)) else data.index
         turn = state.turns.get(int(index))
         if turn is None:
@@ -175,7 +183,11 @@ class WebChat:
         turn = state.turns.get(state.last_voted) if state.last_voted is not None else None
         if turn is None or turn.feedback_id is None:
             return state, gr.update(), gr.update(), "Click 👍 or 👎 on an answer first."
-        self.feedback.update(turn.feedback_id, comment=(comment or "").strip())
+        try:
+            self.feedback.update(turn.feedback_id, comment=(comment or "").strip())
+        except FeedbackError as exc:
+            logger.warning("%s", exc)
+            return state, gr.update(), gr.update(), VOTE_FAILED
         return state, "", gr.update(visible=False), "Thanks, your comment is saved."
 
     def clear(self) -> tuple[Any, ...]:
@@ -303,6 +315,7 @@ def launch(demo: gr.Blocks, settings: Settings, *, block: bool = True, quiet: bo
 
 def serve(settings: Settings) -> None:
     """Build or load the index (with a progress bar), then serve the chat until interrupted."""
+    check_port_free(settings.host, settings.port)  # before seconds of loading (ports.py)
     print(f"errata: loading the knowledge base and the index in {settings.index_dir} …", flush=True)
     assistant = Assistant(settings, show_progress=True)
     configure_serving_threads(settings)

@@ -18,6 +18,7 @@ from ..embedding.embedder import Embedder
 from ..errors import IndexBuildError
 from ..records import Record
 from ..storage.files import atomic_path, file_matches
+from ..storage.space import preallocate
 from .ann import ROWS_PER_STEP
 from .store import embed_in_chunks
 
@@ -191,11 +192,12 @@ def write_embeddings(
                     np.save(handle, np.zeros((0, dimension), dtype=np.float32), allow_pickle=False)
                 return np.zeros((0, dimension), dtype=np.float32)
             out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(len(text_hashes), dimension))
+            preallocate(tmp)  # a full disk raises ENOSPC here instead of SIGBUS on a mapped page
             for start in range(0, len(text_hashes), ROWS_PER_STEP):
                 keys = text_hashes[start : start + ROWS_PER_STEP]
                 out[start : start + len(keys)] = [partial[h] if h in partial else cache[h] for h in keys]
             out.flush()
             del out
     except OSError as exc:
-        raise IndexBuildError(f"cannot write the index to {index_dir}: {exc}") from exc
+        raise IndexBuildError(f"cannot write the index to {index_dir}: {exc}; free disk space and rerun") from exc
     return np.load(index_dir / EMBEDDINGS_NAME, mmap_mode="r", allow_pickle=False)

@@ -194,7 +194,7 @@ def _read_manifest(index_dir: Path, embedder: Embedder | str) -> tuple[dict[str,
         for name, key in (("ids", "id"), ("hashes", "hash"), ("text_hashes", "text_hash")):
             manifest[name] = _compact([entry[key] for entry in entries])
         del entries
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # AttributeError: not an object
         logger.warning("index manifest %s is unreadable (%s); rebuilding the index", path, exc)
         return None, "manifest unreadable"
     if manifest.get("embedder") != embedder_id:

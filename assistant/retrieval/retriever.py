@@ -56,6 +56,7 @@ from .confidence import SHORT_QUERY_CONFIDENCE, confidence_features, sigmoid, to
 from .features import Found, Scored, bm25_sum, why
 from .matching import PATTERN_MESSAGE_CHARS, PATTERN_TEXT_CHARS, PatternMatcher, compile_pattern
 from .ownership import PYTHON_REPO, is_pythons_class, python_wording_twins, raised_in_own_code
+from .pattern_owners import pattern_owners
 from .signals import SignalIndex, message_words, path_tail, tokenize
 from .weights import FittedWeights, load_weights
 
@@ -113,7 +114,7 @@ class Retriever:
             re.compile(r"(?<![\w.-])(" + alternatives + r")(?![\w-])", re.IGNORECASE) if variants else None
         )
         self._mention_variants = {v.lower(): w for v, w in variants.items()}
-        self.matcher = PatternMatcher()
+        self.matcher = PatternMatcher(owners=lambda source: pattern_owners(self.signals, self.records, source))
         self._python = self.signals.repos.get(PYTHON_REPO)
         python_records = [self.records[p] for p in self._python.tolist()]
         self._python_classes = frozenset(r.error_class for r in python_records)

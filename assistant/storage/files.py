@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IndexBuildError
+from .space import remove_stale_temporaries
 
 CHECKSUM_LIMIT = 256 * 1024 * 1024  # larger files are checked by size only
 
@@ -50,6 +51,7 @@ def build_lock(index_dir: Path) -> Iterator[None]:
     with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
+            remove_stale_temporaries(index_dir)  # a dead run's; every live writer holds this lock
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
