@@ -147,7 +147,8 @@ def test_no_hits_offline_answer_says_nothing_matches(assistant):
     query, retrieval = assistant.retrieve("NameError: name 'x' is not defined", 5)
     empty = type(retrieval)([], 0.0, False)
     answer = offline_answer(query, empty)
-    assert answer.text == "**No record in the knowledge base matches this error.**"
+    assert answer.text.startswith("**No record in the knowledge base matches this error.**")
+    assert "errata looked for the error `NameError: name 'x' is not defined`" in answer.text
     assert answer.citations == [] and not answer.grounded
 
 

@@ -94,7 +94,7 @@ def test_a_wall_clock_timeout_without_cpu_use_is_retried_not_dropped():
     matcher = PatternMatcher(timeout_s=1e-9)
     matcher.timeout_s = 0.05  # CPU budget as usual; the first wall-clock limit is tiny
     text = "x" * 100_000 + " Agent interrupted."
-    assert matcher._search(__import__("regex").compile(r"Agent interrupted\."), text)
+    assert matcher.search(__import__("regex").compile(r"Agent interrupted\."), text)
     assert not matcher.slow_patterns
 
 
