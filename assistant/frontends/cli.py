@@ -145,8 +145,8 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
     from ..api import Assistant, configure_serving_threads
 
     text = sys.stdin.buffer.read().decode("utf-8", errors="replace") if args.text == "-" else args.text
-    assistant = Assistant(settings, show_progress=sys.stderr.isatty())
     configure_serving_threads(settings)
+    assistant = Assistant(settings, show_progress=sys.stderr.isatty())
     if args.json:
         print(json.dumps(assistant.ask(text).to_dict(), indent=2, ensure_ascii=False))
         return 0
@@ -191,8 +191,8 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
     from ..evaluate import evaluate, load_eval_set
 
     queries = load_eval_set(args.file)
-    assistant = Assistant(settings, show_progress=sys.stderr.isatty())
     configure_serving_threads(settings)  # latency as a server measures it
+    assistant = Assistant(settings, show_progress=sys.stderr.isatty())
     report = evaluate(assistant, queries)
     print(json.dumps(report.to_dict()) if args.json else report.table())
     return 0

@@ -383,8 +383,8 @@ def run(settings: Settings, mode: str | None = None) -> None:
 
     mode = mode or ("socket" if settings.slack_app_token else "http")
     check_credentials(settings, mode)
-    assistant = Assistant(settings, show_progress=sys.stderr.isatty())
     configure_serving_threads(settings)
+    assistant = Assistant(settings, show_progress=sys.stderr.isatty())
     bot = SlackBot(assistant, settings, mode=mode)
     if mode == "socket":
         print("errata Slack bot: connecting to Slack in Socket Mode", flush=True)
