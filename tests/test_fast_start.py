@@ -21,6 +21,7 @@ from assistant.embedding.onnx import LocalEncoder, weights_hash
 from assistant.index import open_index
 from assistant.index.faiss_store import MANIFEST_NAME
 from assistant.index.query_encoder import MANIFEST_KEY
+from assistant.retrieval.bm25_files import STOPWORDS_EN, SavedBM25, tokenize
 from assistant.settings import BUNDLED_KB_DIR
 
 TORCH_LIBRARIES = ("torch", "transformers", "sentence_transformers")
@@ -67,7 +68,7 @@ def test_a_cold_ask_never_imports_torch_nor_the_front_ends(assistant, bundled_in
     report = json.loads(result.stdout)
     assert report["code"] == 0 and report["answer"]["hits"][0]["recordId"] == "c6aeeba10bb30da8"
     loaded = {name.split(".")[0] for name in report["modules"]}
-    assert not loaded & {*TORCH_LIBRARIES, "gradio", "slack_bolt", "litellm"}
+    assert not loaded & {*TORCH_LIBRARIES, "gradio", "slack_bolt", "litellm", "bm25s", "scipy"}
     assert "onnxruntime" in loaded
 
 
@@ -111,3 +112,29 @@ def test_runtimes_without_a_float_twin_store_no_export(small_kb, tmp_path, onnx_
     open_index(load_records(small_kb), quick, tmp_path / "index")
     assert _manifest(tmp_path / "index")[MANIFEST_KEY] is None
     assert not (tmp_path / "index" / "encoder").exists()
+
+
+def test_bm25_tokens_are_bm25s_own_on_every_bundled_record():
+    """The query path tokenizes without bm25s: the same tokens, numbered alike, as bm25s.tokenize."""
+    import bm25s
+
+    records = load_records(BUNDLED_KB_DIR)
+    texts = [t for r in records for t in (r.error_message, r.documentation, r.trigger_scenarios or "")]
+    texts += ["", "a the", "Größe ÄÖÜ naïve 東京 x1 __init__ ValueError: It's NOT there"]
+    ours = tokenize(texts)
+    theirs = bm25s.tokenize(texts, stopwords="en", show_progress=False)
+    assert ours.vocab == theirs.vocab and ours.ids == theirs.ids
+    assert STOPWORDS_EN == bm25s.stopwords.STOPWORDS_EN
+
+
+def test_saved_bm25_reads_what_bm25s_saved(assistant, bundled_index_dir, tmp_path):
+    import bm25s
+
+    folder = bundled_index_dir / "signals" / "bm25_all"
+    ours, theirs = SavedBM25.load(folder), bm25s.BM25.load(folder, mmap=True)
+    assert ours.vocab_dict == theirs.vocab_dict and ours.scores["num_docs"] == theirs.scores["num_docs"]
+    for name in ("data", "indices", "indptr"):
+        np.testing.assert_array_equal(ours.scores[name], theirs.scores[name])
+    ours.save(tmp_path / "again")  # a snapshot saved from a loaded index reads back in bm25s too
+    again = bm25s.BM25.load(tmp_path / "again")
+    np.testing.assert_array_equal(again.get_scores_from_ids([1, 2]), theirs.get_scores_from_ids([1, 2]))
