@@ -29,7 +29,8 @@ MANIFEST_KEY = "query_encoder"  # in the manifest: this entry, or null when the 
 def store_query_encoder(embedder: Embedder, index_dir: Path) -> dict[str, Any] | None:
     """Build time: the float ONNX export of ``embedder`` under ``index_dir/encoder/`` (made once per weights
     in the user's export cache and linked here) and its manifest entry; ``None`` when the model has none."""
-    model_dir = embedder.local_dir() if embedder.exports_to_onnx else None
+    # Only the Embedder itself: a stand-in (a test's counting wrapper) embeds through its own encode.
+    model_dir = embedder.local_dir() if getattr(embedder, "exports_to_onnx", False) else None
     if model_dir is None:
         return None
     try:
@@ -57,7 +58,7 @@ def store_query_encoder(embedder: Embedder, index_dir: Path) -> dict[str, Any] |
 def stored_query_encoder(embedder: Embedder, index_dir: Path, manifest: dict[str, Any]) -> Path | None:
     """Serve time: the export the manifest names, when it is whole and of ``embedder``'s weights; else
     ``None``, with one log line saying why the torch model will encode queries."""
-    if not embedder.exports_to_onnx:
+    if not getattr(embedder, "exports_to_onnx", False):
         return None  # the ONNX and OpenVINO runtimes run outside torch already; other devices need torch
     entry = manifest.get(MANIFEST_KEY)
     if not entry:
