@@ -12,6 +12,7 @@ from .answer import Answer, Hit, Retrieval
 from .draft import stream_answer
 from .embedding.embedder import Embedder
 from .index import BuildReport, VectorStore
+from .index.query_encoder import stored_query_encoder
 from .knowledge_base import open_knowledge_base
 from .llm import ChatModel
 from .query import Query, parse_query
@@ -47,6 +48,9 @@ class Assistant:
         # Records stay on disk, read when shown (see shelf.py); unchanged files start from the saved
         # snapshot (see snapshot.py).
         opened = open_knowledge_base(self.settings, self.embedder, show_progress=show_progress)
+        if not self.settings.store:  # queries through the ONNX export stored with the index: no torch
+            export = stored_query_encoder(self.embedder, self.settings.index_dir, opened.vector_index.manifest)
+            self.embedder = self.embedder.with_export(export) if export else self.embedder
         self.records: Sequence[Record] = opened.records
         self.load_report: LoadReport = opened.load_report
         self.vector_index: VectorStore = opened.vector_index
@@ -58,7 +62,7 @@ class Assistant:
             signals=opened.signals,
             confidence_threshold=self.settings.confidence_threshold,
         )
-        # Loaded now rather than on the first question (about 4 s for the bundled model on two cores).
+        # Loaded now rather than on the first question (the ONNX export: ~0.3 s; the torch model: ~4 s).
         _ = self.embedder.model
 
     def parse(self, text: str | bytes) -> Query:
@@ -106,17 +110,19 @@ OFFLINE = "offline"
 
 
 def configure_serving_threads(settings: Settings) -> None:
-    """Set torch's thread count for a serving process (the web chat, the Slack bot, the CLI).
+    """Set the embedding runtimes' thread count for a serving process (the web chat, the Slack bot, the CLI).
 
-    Builds use every core; serving encodes one short query at a time, fastest on one thread, and concurrent
-    requests then use the other cores instead of fighting over them (see ``serve_threads``). Called by the
-    serving entry points, not by ``Assistant``: a library user's process keeps its own setting.
+    Serving encodes one short query at a time, fastest on one thread, and concurrent requests then use the
+    other cores instead of fighting over them (see ``serve_threads``); builds still use every core. Called
+    by the serving entry points before they make their ``Assistant`` (so the query encoder is prepared for
+    this count once), not by ``Assistant``: a library user's process keeps its own setting. Torch is not
+    imported for this: it gets the count if and when it loads.
     """
     if settings.serve_threads <= 0:
         return
-    import torch
+    from .embedding.threads import set_threads
 
-    torch.set_num_threads(settings.serve_threads)
+    set_threads(settings.serve_threads)
 
 
 _default: Assistant | None = None

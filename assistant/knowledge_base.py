@@ -27,6 +27,7 @@ from .embedding.embedder import Embedder
 from .errors import IndexBuildError
 from .index import BuildReport, VectorStore, load_index, open_index
 from .index.faiss_store import MANIFEST_NAME
+from .index.query_encoder import MANIFEST_KEY as QUERY_ENCODER_KEY
 from .records import LoadReport, kb_files, load_records
 from .retrieval.signals import SignalIndex
 from .settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR, PACKAGE_DIR, Settings
@@ -112,6 +113,8 @@ def _trusted_vectors(
         loaded = load_index(index_dir, embedder.model_id)
     except IndexBuildError as exc:
         logger.info("the saved vector index cannot be used as is (%s); checking every record", exc)
+        return None
+    if QUERY_ENCODER_KEY not in loaded.manifest:  # built before exports were stored: open_index adds one
         return None
     return loaded if len(loaded) == count else None
 

@@ -112,9 +112,10 @@ def test_weights_round_trip_through_their_json_shape():
     assert again.confidence_threshold == fitted.confidence_threshold
 
 
-def test_bm25_summed_here_equals_bm25s_own_scores_on_the_bundled_records(assistant):
+def test_bm25_summed_here_equals_bm25s_own_scores_on_the_bundled_records(assistant, bundled_index_dir):
     """The Retriever sums BM25 from bm25s's matrix itself (bm25s scores every record, too slow at a million);
     the sums must stay bm25s's own scores, for the bm25s versions pyproject.toml admits."""
+    import bm25s
     import numpy as np
 
     from assistant.retrieval.features import bm25_sum
@@ -122,10 +123,11 @@ def test_bm25_summed_here_equals_bm25s_own_scores_on_the_bundled_records(assista
     retriever = assistant.retriever
     signals = retriever.signals
     n = len(assistant.records)
+    own = bm25s.BM25.load(bundled_index_dir / "signals" / "bm25_all", mmap=True)  # what serving reads without bm25s
     for text in ("httpx ConnectTimeout timed out", "Agent interrupted max steps", "token use_auth_token both"):
         _message_tokens, all_tokens, _words, _unknown = retriever._query_words(text)
         columns = {t: signals.all_columns(t) for t in set(all_tokens)}
         ours = bm25_sum(columns, all_tokens, n)
-        theirs = signals.bm25_all.get_scores_from_ids(all_tokens)
+        theirs = own.get_scores_from_ids(all_tokens)
         assert ours.max() > 0
         np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,7 +12,11 @@ import numpy as np
 from ..errors import EmbedderError
 from ..records import Record
 from ..settings import DEFAULT_EMBEDDER
+from .onnx import LocalEncoder
 from .text import record_text
+from .threads import apply_to_torch
+
+logger = logging.getLogger(__name__)
 
 INT8_SUFFIX = "-int8"  # e.g. bundled:all-MiniLM-L6-v2-int8: the same weights, Linear layers in int8
 ONNX_SUFFIX = "-onnx"  # e.g. bundled:all-MiniLM-L6-v2-onnx: exported here, run by ONNX Runtime
@@ -50,12 +55,32 @@ class Embedder:
         batch_size: int = 32,
         device: str | None = None,
         cache_dir: Path | None = None,
+        export: Path | None = None,
     ):
         self.model_name = model
         self.batch_size = batch_size
         self.device = device
         self.cache_dir = cache_dir
+        self.export = Path(export) if export else None
         self._model = None
+
+    def with_export(self, export: Path) -> Embedder:
+        """The same model (same ``model_id``, same vectors) encoding through ``export``, the float ONNX
+        export of its weights, so torch is never imported; if that file cannot be run, the torch model
+        with one warning. Only for the float torch model (see ``exports_to_onnx``)."""
+        return Embedder(
+            self.model_name, batch_size=self.batch_size, device=self.device, cache_dir=self.cache_dir, export=export
+        )
+
+    @property
+    def exports_to_onnx(self) -> bool:
+        """The float torch model on the CPU: its float ONNX export gives its vectors (cosine >= 0.9999)."""
+        return self.runtime == "torch" and (self.device or "cpu") == "cpu"
+
+    def local_dir(self) -> Path | None:
+        """The model's folder when it is one on disk (the bundled model is), else ``None``."""
+        path = Path(self._resolve())
+        return path if path.is_dir() else None
 
     @property
     def model_id(self) -> str:
@@ -97,7 +122,7 @@ class Embedder:
     def model(self):
         """The loaded SentenceTransformer (loads it on first use)."""
         if self._model is None:
-            key = (self.model_name, self.device or "cpu", str(self.cache_dir))
+            key = (self.model_name, self.device or "cpu", str(self.cache_dir), str(self.export))
             with _LOADED_LOCK:  # one copy of each model per process, however many Embedders
                 if key not in _LOADED:
                     _LOADED[key] = self._load()
@@ -106,6 +131,13 @@ class Embedder:
 
     def _load(self):
         name = self._resolve()
+        if self.export is not None and self.exports_to_onnx:
+            try:
+                from .onnx import OnnxEncoder
+
+                return OnnxEncoder(Path(name), int8=False, path=self.export)
+            except Exception as exc:  # a broken file, a missing runtime: onnxruntime raises many types
+                logger.warning("cannot run the ONNX export %s (%s); encoding with the torch model", self.export, exc)
         if self.runs_outside_torch:
             suffix = "-" + self.runtime
             if (self.device or "cpu") != "cpu":
@@ -135,6 +167,7 @@ class Embedder:
         finally:
             if bar_was_enabled:
                 transformers_logging.enable_progress_bar()
+        apply_to_torch()  # a serving thread count set before torch was loaded
         return quantize_int8(model) if self.runtime == "torch-int8" else model
 
     @property
@@ -149,7 +182,7 @@ class Embedder:
         """Normalized float32 vectors, one row per text, in batches."""
         if len(texts) == 0:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        if self.runs_outside_torch:
+        if isinstance(self.model, LocalEncoder):
             return self.model.encode(list(texts), self.batch_size)
         vectors = self.model.encode(
             list(texts),

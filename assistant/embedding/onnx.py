@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import os
 import threading
 import warnings
 from pathlib import Path
@@ -19,20 +20,25 @@ import numpy as np
 
 from ..errors import EmbedderError
 from ..storage.files import atomic_path
+from .threads import thread_count
 
 EXPORT_FORMAT = 1  # bump when the exported graph changes, so old cached files are not reused
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 def default_cache_dir() -> Path:
-    return Path.home() / ".cache" / "errata" / "onnx"
+    """Where exports are kept between processes (``$XDG_CACHE_HOME/errata/onnx``, else ``~/.cache``)."""
+    cache_home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache_home / "errata" / "onnx"
+
+
+_HASHED = ("model.safetensors", "pytorch_model.bin", "config.json", "tokenizer.json")
 
 
 def weights_hash(model_dir: Path) -> str:
     """A digest of the weight and config files: a changed model never reuses another's export."""
     digest = hashlib.sha256(f"format {EXPORT_FORMAT}".encode())
-    names = ("model.safetensors", "pytorch_model.bin", "config.json", "tokenizer.json")
-    for name in names:
+    for name in _HASHED:
         path = model_dir / name
         if path.exists():
             digest.update(name.encode())
@@ -40,6 +46,18 @@ def weights_hash(model_dir: Path) -> str:
                 for block in iter(lambda: handle.read(1 << 20), b""):
                     digest.update(block)
     return digest.hexdigest()[:20]
+
+
+def weights_stamp(model_dir: Path) -> list[list]:
+    """Name, size and modification time of the files :func:`weights_hash` reads: while they are the
+    same, a serving process trusts a recorded hash instead of reading ~90 MB of weights again."""
+    stamp = []
+    for name in _HASHED:
+        path = model_dir / name
+        if path.exists():
+            stat = path.stat()
+            stamp.append([name, stat.st_size, stat.st_mtime_ns])
+    return stamp
 
 
 class LocalEncoder:
@@ -113,10 +131,8 @@ class LocalEncoder:
             ) from exc
 
     def compiled(self):
-        """One runnable model per thread count, which follows torch's (``serve_threads`` sets it)."""
-        import torch
-
-        threads = torch.get_num_threads()
+        """One runnable model per thread count (``serve_threads`` sets it; see threads.py)."""
+        threads = thread_count()
         with self._lock:
             if threads not in self._compiled:
                 self._compiled[threads] = self._compile(threads)
@@ -178,10 +194,13 @@ class OnnxEncoder(LocalEncoder):
     required_modules = ("onnxruntime",)
     install_hint = "ONNX Runtime (pip install 'errata[onnx]': onnx, onnxruntime)"
 
-    def __init__(self, model_dir: Path, *, int8: bool, cache_dir: Path | None = None):
+    def __init__(self, model_dir: Path, *, int8: bool, cache_dir: Path | None = None, path: Path | None = None):
+        """``path``: an export made before (the one stored with an index) instead of the cached one."""
         super().__init__(model_dir, cache_dir=cache_dir)
         self.int8 = int8
-        self.path = self._ensure_exported()
+        self.path = Path(path) if path else self._ensure_exported()
+        if path:
+            self.compiled()  # a broken file fails here, where the caller can fall back, not at the first query
 
     def _ensure_exported(self) -> Path:
         float_path = self.float_export()

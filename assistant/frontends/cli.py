@@ -204,8 +204,8 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
     text = sys.stdin.buffer.read().decode("utf-8", errors="replace") if args.text == "-" else args.text
     if not text.strip():  # before loading anything
         raise ConfigurationError("nothing to ask: give a traceback, an error line or a question (or - for stdin)")
-    assistant = Assistant(settings, show_progress=sys.stderr.isatty())
     configure_serving_threads(settings)
+    assistant = Assistant(settings, show_progress=sys.stderr.isatty())
     if args.json:
         print(json.dumps(assistant.ask(text).to_dict(), indent=2, ensure_ascii=False))
         return 0
@@ -250,8 +250,8 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
     from ..evaluate import evaluate, load_eval_set
 
     queries = load_eval_set(args.file)
-    assistant = Assistant(settings, show_progress=sys.stderr.isatty())
     configure_serving_threads(settings)  # latency as a server measures it
+    assistant = Assistant(settings, show_progress=sys.stderr.isatty())
     report = evaluate(assistant, queries)
     print(json.dumps(report.to_dict()) if args.json else report.table())
     return 0

@@ -388,8 +388,8 @@ def run(settings: Settings, mode: str | None = None) -> None:
     check_credentials(settings, mode)
     if mode == "http":  # before seconds of loading (ports.py)
         check_port_free(settings.host, settings.slack_port, what="--port or ERRATA_SLACK_PORT")
-    assistant = Assistant(settings, show_progress=sys.stderr.isatty())
     configure_serving_threads(settings)
+    assistant = Assistant(settings, show_progress=sys.stderr.isatty())
     bot = SlackBot(assistant, settings, mode=mode)
     if mode == "socket":
         print("errata Slack bot: connecting to Slack in Socket Mode", flush=True)

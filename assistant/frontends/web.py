@@ -317,8 +317,8 @@ def serve(settings: Settings) -> None:
     """Build or load the index (with a progress bar), then serve the chat until interrupted."""
     check_port_free(settings.host, settings.port)  # before seconds of loading (ports.py)
     print(f"errata: loading the knowledge base and the index in {settings.index_dir} …", flush=True)
-    assistant = Assistant(settings, show_progress=True)
     configure_serving_threads(settings)
+    assistant = Assistant(settings, show_progress=True)
     print(f"errata: {assistant.build_report.summary()}", flush=True)
     demo = build_app(assistant)
     url = launch(demo, settings, block=False, quiet=True)

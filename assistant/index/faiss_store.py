@@ -11,6 +11,8 @@ Files under the index folder:
 - ``vectors.faiss``: the FAISS index over those rows: exact inner product (``flat-ip``) up to
   ``EXACT_LIMIT`` records, beyond that an inverted file of 8-bit scalar-quantized vectors (``ivf-sq8``)
   whose ``nprobe`` is calibrated at build time to reach ``TARGET_RECALL`` against exact search.
+- ``encoder/``: the float ONNX export of the embedder's weights, which serving processes encode queries
+  with instead of loading torch (see ``query_encoder.py``); the manifest's ``query_encoder`` names it.
 - ``.partial/``: only while a build embeds: the vectors embedded so far and their keys, appended batch
   by batch, so an interrupted build resumes without re-embedding them.
 
@@ -39,6 +41,7 @@ from ..records import Record
 from ..storage.files import atomic_path, build_lock, describe_file, file_matches
 from .ann import EXACT_LIMIT, build_faiss_index, index_type_for, refined_search
 from .cache import EMBEDDINGS_NAME, PARTIAL_DIR, EmbeddingCache, PartialEmbeddings, embed_into, write_embeddings
+from .query_encoder import MANIFEST_KEY, store_query_encoder
 from .store import CHUNK_RECORDS, BuildReport, embedding_key
 
 logger = logging.getLogger(__name__)
@@ -120,10 +123,12 @@ def open_faiss_index(
         ):
             wanted = index_type_for(len(ids), exact_limit)
             loaded = _load(index_dir, manifest) if manifest.get("index_type") == wanted else None
-            if loaded is not None:
+            if loaded is not None and MANIFEST_KEY in manifest:
                 report = BuildReport(len(ids), 0, len(ids), time.perf_counter() - started, False, "up to date")
                 return loaded, report
-            if manifest.get("index_type") != wanted:
+            if loaded is not None:  # built before exports were stored: nothing is re-embedded
+                reason = "the index has no query encoder stored with it yet"
+            elif manifest.get("index_type") != wanted:
                 reason = f"index type changes from {manifest.get('index_type')} to {wanted}"
             else:
                 reason = f"{VECTORS_NAME} is unreadable or does not match the manifest"
@@ -136,18 +141,21 @@ def open_faiss_index(
         if len(partial):
             logger.info("resuming an interrupted build: %d vectors already embedded", len(partial))
         missing = [i for i, h in enumerate(text_hashes) if h not in cache and h not in partial]
+        # The export queries will use; the records are embedded with it too (the same vectors, faster).
+        query_encoder = store_query_encoder(embedder, index_dir)
+        encoding = embedder.with_export(index_dir / query_encoder["file"]) if query_encoder else embedder
         embed_into(
             partial,
             [records[i] for i in missing],
             [text_hashes[i] for i in missing],
-            embedder,
+            encoding,
             chunk_records,
             show_progress,
         )
         dimension = cache.dimension or partial.dimension or embedder.dimension
         vectors = write_embeddings(index_dir, text_hashes, dimension, cache, partial)
         index, params = build_faiss_index(vectors, exact_limit=exact_limit)
-        manifest = _save(index_dir, index, params, dimension, ids, hashes, text_hashes, embedder)
+        manifest = _save(index_dir, index, params, dimension, ids, hashes, text_hashes, embedder, query_encoder)
         partial.remove()
         cache.close()
         report = BuildReport(
@@ -246,6 +254,7 @@ def _save(
     hashes: Sequence[str],
     text_hashes: Sequence[str],
     embedder: Embedder,
+    query_encoder: dict[str, Any] | None,
 ) -> dict[str, Any]:
     try:
         files = {EMBEDDINGS_NAME: describe_file(index_dir / EMBEDDINGS_NAME)}
@@ -262,6 +271,7 @@ def _save(
             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "versions": _versions(),
             "files": files,
+            MANIFEST_KEY: query_encoder,
             "records": [{"id": i, "hash": h, "text_hash": t} for i, h, t in zip(ids, hashes, text_hashes, strict=True)],
         }
         with atomic_path(index_dir / MANIFEST_NAME) as tmp:

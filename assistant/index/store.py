@@ -12,6 +12,7 @@ import numpy as np
 
 from ..embedding.embedder import Embedder
 from ..embedding.text import record_text
+from ..embedding.threads import all_cores
 from ..records import Record
 
 CHUNK_RECORDS = 2048  # records embedded (and saved) per step
@@ -72,12 +73,13 @@ def embed_in_chunks(
         from tqdm import tqdm
 
         progress = tqdm(total=len(records), desc="embedding records", unit="rec")
-    try:
-        for start in range(0, len(records), chunk_records):
-            batch = records[start : start + chunk_records]
-            yield start, batch, embedder.encode_records(batch)
+    with all_cores():  # a serving process set one thread for queries
+        try:
+            for start in range(0, len(records), chunk_records):
+                batch = records[start : start + chunk_records]
+                yield start, batch, embedder.encode_records(batch)
+                if progress is not None:
+                    progress.update(len(batch))
+        finally:
             if progress is not None:
-                progress.update(len(batch))
-    finally:
-        if progress is not None:
-            progress.close()
+                progress.close()

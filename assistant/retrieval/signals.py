@@ -15,17 +15,20 @@ from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import bm25s
 import numpy as np
-from bm25s.stopwords import STOPWORDS_EN
 from tqdm import tqdm
 
 from ..query import normalize_library
 from ..records import Record
 from ..storage.diskarray import DiskArray
 from ..storage.postings import Postings, PostingsBuilder
+from .bm25_files import STOPWORDS_EN, SavedBM25, tokenize
 from .patterns import PatternIndex
+
+if TYPE_CHECKING:
+    import bm25s
 
 FORMAT = 1
 # Only this much of a message is read for its literal words (the Retriever reads queries the same way).
@@ -37,10 +40,6 @@ _VALUE_RE = re.compile(r"\S*[/\\=\d]\S*")  # paths, URLs, key=value pairs, numbe
 _MESSAGE_WORD_RE = re.compile(r"[a-z_][a-z0-9_]+")
 _STOPWORDS = frozenset(STOPWORDS_EN)
 _STOP_DIRS = frozenset({"src", "lib", "libs", "python", "packages", "utils", "tests", "test", "internal"})
-
-
-def tokenize(texts: Sequence[str]):
-    return bm25s.tokenize(list(texts), stopwords="en", show_progress=False)
 
 
 def literal_chars(pattern: str) -> int:
@@ -239,7 +238,7 @@ class WordColumns:
     """A BM25 matrix read a word (a column) at a time: the records holding the word, ascending, and the
     word's BM25 weight in each. Read from disk when the index was loaded (see ``diskarray``)."""
 
-    def __init__(self, bm25: bm25s.BM25):
+    def __init__(self, bm25: bm25s.BM25 | SavedBM25):
         self.indptr = np.asarray(bm25.scores["indptr"])  # one number per word: kept in memory
         self._indices = DiskArray.of(bm25.scores["indices"])
         self._data = DiskArray.of(bm25.scores["data"])
@@ -271,8 +270,8 @@ class SignalIndex:
         library_names: dict[str, frozenset[str]],
         pattern_index: PatternIndex,
         message_words: Postings,
-        bm25_message: bm25s.BM25,
-        bm25_all: bm25s.BM25,
+        bm25_message: bm25s.BM25 | SavedBM25,
+        bm25_all: bm25s.BM25 | SavedBM25,
     ):
         self.ids = ids  # UTF-8 bytes
         self.patterns = patterns
@@ -295,6 +294,8 @@ class SignalIndex:
     @classmethod
     def build(cls, records: Iterable[Record], *, show_progress: bool = False) -> SignalIndex:
         """One pass over the records (records on a shelf are parsed once)."""
+        import bm25s  # building only: serving reads the saved matrices without it (bm25_files.py)
+
         total = len(records) if isinstance(records, Sequence) else None
         records = tqdm(records, total=total, desc="indexing signals", unit="rec", disable=not show_progress)
         ids: list[str] = []
@@ -367,8 +368,9 @@ class SignalIndex:
             library_names={repo: frozenset(ns) for repo, ns in names.items()},
             pattern_index=PatternIndex.load(folder),
             message_words=Postings.load(folder, "message_words"),
-            bm25_message=bm25s.BM25.load(folder / "bm25_message", mmap=True, show_progress=False),
-            bm25_all=bm25s.BM25.load(folder / "bm25_all", mmap=True, show_progress=False),
+            # Read without bm25s (and the scipy it imports): serving needs only the matrix and vocabulary.
+            bm25_message=SavedBM25.load(folder / "bm25_message"),
+            bm25_all=SavedBM25.load(folder / "bm25_all"),
         )
         patterns = {len(index.patterns), len(index.literals), len(index.pattern_records)}
         records = {len(index.ids), index.bm25_all.scores["num_docs"], int(meta.get("count", -1))}

@@ -1,0 +1,206 @@
+"""How fast errata starts, each figure a whole fresh process (issue 17: fast start, light install).
+
+    python benchmarks/startup.py [--pairs 5] [--eval ../shared/kb/eval/dev.jsonl]
+
+Side by side in one run, medians over alternating pairs (the machine is shared: compare within a run):
+
+- a cold ``errata ask`` against a built index, and ``python -c "import sentence_transformers"`` (what each
+  ask cost when queries were encoded by torch): wall seconds, their ratio, the ask's peak RSS;
+- ``python app.py`` until its page answers HTTP, and ``errata slack --http`` until it listens (a local
+  stand-in for Slack's Web API answers the bot's ``auth.test``), both with the index built;
+- the first build of the bundled knowledge base from nothing (empty index folder and an empty export
+  cache, so the ONNX export is made too), then a rebuild with nothing changed;
+- with ``--eval``: ``errata eval`` on that set (Hit@1, abstention, warm retrieval p50/p95).
+
+Not a timed test: figures go to stdout as a table, and as JSON with ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.slack_server import BOT_TOKEN, FakeSlack  # noqa: E402
+
+PASTE = "smolagents.utils.AgentError: Agent interrupted."
+
+
+def env(**extra: str) -> dict[str, str]:
+    """This checkout first on the path (an editable install of another checkout may be installed)."""
+    out = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(":")}
+    out.update(extra)
+    return out
+
+
+def run(command: list[str], **extra: str) -> tuple[float, int]:
+    """Wall seconds and peak resident kilobytes of one process run to the end."""
+    with tempfile.TemporaryFile() as errors:  # a file, not a pipe: progress bars cannot fill it and stall
+        started = time.perf_counter()
+        process = subprocess.Popen(command, env=env(**extra), stdout=subprocess.DEVNULL, stderr=errors)
+        _, status, usage = os.wait4(process.pid, 0)  # this child's own peak RSS
+        seconds = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != 0:
+            errors.seek(0)
+            raise SystemExit(f"{command} failed: {errors.read().decode()[-2000:]}")
+    return seconds, usage.ru_maxrss
+
+
+def until_ready(command: list[str], ready, timeout: float = 300, **extra: str) -> float:
+    """Seconds from starting ``command`` until ``ready()`` holds; then the process is stopped."""
+    errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below, after the process
+    started = time.perf_counter()
+    process = subprocess.Popen(command, env=env(**extra), stdout=subprocess.DEVNULL, stderr=errors)
+    try:
+        while not ready():
+            if process.poll() is not None:
+                errors.seek(0)
+                raise SystemExit(f"{command} exited: {errors.read().decode()[-2000:]}")
+            if time.perf_counter() - started > timeout:
+                raise SystemExit(f"{command} not ready after {timeout} s")
+            time.sleep(0.02)
+        return time.perf_counter() - started
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        errors.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def answers_http(url: str):
+    def check() -> bool:
+        try:
+            with urllib.request.urlopen(url, timeout=1) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
+    return check
+
+
+def listens(port: int):
+    def check() -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            return False
+
+    return check
+
+
+def errata(*args: str) -> list[str]:
+    return [sys.executable, "-m", "assistant", *args]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pairs", type=int, default=5, help="alternating pairs per comparison (default 5)")
+    parser.add_argument("--eval", type=Path, help="also run errata eval on this query set")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="errata-startup-"))
+    index = work / "index"
+    cache = work / "cache"  # XDG_CACHE_HOME: the ONNX export cache starts empty
+    results: dict[str, float] = {}
+    try:
+        # 1. First build from nothing, then a rebuild with nothing changed.
+        results["first_build_s"], results["first_build_rss_mb"] = run(
+            errata("build", "--index", str(index)), XDG_CACHE_HOME=str(cache)
+        )
+        results["first_build_rss_mb"] /= 1024
+        results["no_change_build_s"], _ = run(errata("build", "--index", str(index)), XDG_CACHE_HOME=str(cache))
+
+        # 2. Cold ask against torch's import, alternating.
+        asks, imports, rss = [], [], []
+        for _ in range(args.pairs):
+            seconds, peak = run(errata("ask", "--index", str(index), PASTE))
+            asks.append(seconds)
+            rss.append(peak / 1024)
+            imports.append(run([sys.executable, "-c", "import sentence_transformers"])[0])
+        results["ask_s"] = statistics.median(asks)
+        results["import_sentence_transformers_s"] = statistics.median(imports)
+        results["ask_ratio"] = results["ask_s"] / results["import_sentence_transformers_s"]
+        results["ask_rss_mb"] = max(rss)
+
+        # 3. Web chat and Slack bot until they serve, alternating.
+        web, slack = [], []
+        fake = FakeSlack()
+        try:
+            slack_env = {
+                "SLACK_BOT_TOKEN": BOT_TOKEN,
+                "SLACK_SIGNING_SECRET": "benchmark-secret",
+                "SLACK_APP_TOKEN": "",
+                "ERRATA_SLACK_API_URL": fake.url,
+                "ERRATA_FEEDBACK_DB": str(work / "feedback.sqlite3"),
+            }
+            for _ in range(args.pairs):
+                port = free_port()
+                app = [sys.executable, str(ROOT / "app.py"), "--index", str(index), "--port", str(port)]
+                web.append(until_ready(app, answers_http(f"http://127.0.0.1:{port}/")))
+                port = free_port()
+                bot = errata("slack", "--http", "--port", str(port), "--index", str(index))
+                slack.append(until_ready(bot, listens(port), **slack_env))
+        finally:
+            fake.close()
+        results["web_ready_s"] = statistics.median(web)
+        results["slack_ready_s"] = statistics.median(slack)
+
+        # 4. Retrieval quality and warm latency.
+        if args.eval:
+            out = subprocess.run(
+                errata("eval", str(args.eval), "--index", str(index), "--json"),
+                env=env(),
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            report = json.loads(out.stdout)
+            results["eval"] = report
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if args.json:
+        print(json.dumps(results, indent=1))
+        return
+    rows = [
+        ("cold errata ask (index built)", f"{results['ask_s']:.2f} s", "≤ 1.0 s"),
+        ('python -c "import sentence_transformers"', f"{results['import_sentence_transformers_s']:.2f} s", ""),
+        ("ratio ask / import", f"{results['ask_ratio']:.2f}", "≤ 0.20"),
+        ("errata ask peak RSS", f"{results['ask_rss_mb']:.0f} MB", "≤ 250 MB"),
+        ("python app.py until it serves HTTP", f"{results['web_ready_s']:.2f} s", "≤ 3 s"),
+        ("errata slack --http until it listens", f"{results['slack_ready_s']:.2f} s", "≤ 3 s"),
+        ("first build from nothing (export included)", f"{results['first_build_s']:.1f} s", "≤ 30 s"),
+        ("first build peak RSS", f"{results['first_build_rss_mb']:.0f} MB", ""),
+        ("rebuild, nothing changed", f"{results['no_change_build_s']:.2f} s", ""),
+    ]
+    print(f"medians of {args.pairs} alternating runs, {os.cpu_count()} cores")
+    for name, value, target in rows:
+        print(f"{name:46} {value:>10}  {target}")
+    if "eval" in results:
+        print(json.dumps(results["eval"]))
+
+
+if __name__ == "__main__":
+    main()
