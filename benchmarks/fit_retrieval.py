@@ -33,7 +33,8 @@ from assistant.settings import BUNDLED_EVAL_DIR  # noqa: E402
 DEV = BUNDLED_EVAL_DIR / "dev.jsonl"  # copied from ../shared/kb/eval by errata refresh-kb
 L2 = 1e-4
 CONFIDENCE_L2 = 1e-3
-TARGET_FALSE_ABSTENTION = 0.02
+TARGET_ABSTENTION = 0.95  # of the no-answer queries
+MAX_FALSE_ABSTENTION = 0.03  # of the answerable ones
 MODELS = ("error", "prose")
 SHARED_CONFIDENCE = ("message_unmatched",)
 
@@ -87,10 +88,15 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float | None = None) -> np.nd
 
 
 def choose_threshold(conf: np.ndarray, answerable: np.ndarray) -> float:
-    """The highest threshold whose false abstention on answerable queries stays within the target."""
-    pos = np.sort(conf[answerable])
-    allowed = int(np.floor(TARGET_FALSE_ABSTENTION * len(pos)))
-    return float(pos[allowed]) if len(pos) else 0.5
+    """The threshold at which ``TARGET_ABSTENTION`` of the no-answer queries abstain, lowered as far as
+    needed to keep false abstention on answerable queries within ``MAX_FALSE_ABSTENTION``: abstaining is
+    the goal on what no record answers, and refusing what one does answer is capped."""
+    pos, neg = np.sort(conf[answerable]), np.sort(conf[~answerable])
+    if not len(pos):
+        return 0.5
+    for_negatives = float(neg[min(len(neg) - 1, int(np.ceil(TARGET_ABSTENTION * len(neg))))]) if len(neg) else 0.0
+    cap = float(pos[int(np.floor(MAX_FALSE_ABSTENTION * len(pos)))])
+    return min(for_negatives, cap)
 
 
 def evaluate(rows, features, models, relevant, w_by_model, cw, threshold):

@@ -118,6 +118,7 @@ class Retriever:
         self._python = self.signals.repos.get(PYTHON_REPO)
         python_records = [self.records[p] for p in self._python.tolist()]
         self._python_classes = frozenset(r.error_class for r in python_records)
+        self._python_class_of = np.array([r.error_class for r in python_records], dtype=object)
         self._python_patterns: dict[str, list] = {}
         for r in python_records:
             compiled = compile_pattern(r.message_pattern) if r.message_pattern else None
@@ -306,9 +307,13 @@ class Retriever:
         """Library records that cannot answer this error (ascending positions): for a Python error with no
         library seen or named, every library's record when the traceback ends in the user's own code, and
         those worded as Python's own message when there is no traceback to tell."""
-        if not len(self._python) or found.known is not None or query.kind == "question":
+        if not len(self._python) or query.kind == "question" or not query.exception_class:
             return NONE
         if not is_pythons_class(query, self._python_classes):
+            # A library's own exception (``httpx.ConnectTimeout: timed out``): Python's records of other
+            # classes are not what raised it, however their generic patterns read.
+            return self._python[self._python_class_of != query.exception_class]
+        if found.known is not None:
             return NONE
         cls = query.exception_class or ""
         if cls not in self._twins:
