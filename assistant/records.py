@@ -269,7 +269,7 @@ def scan_records(
 
 
 def prefer_curated(records: Sequence[Record], report: LoadReport | None = None) -> list[Record]:
-    """Drop ingested records for a raise (repo, file, line) that a curated or earlier record already covers.
+    """Drop ingested records for a raise that a curated record already covers, and repeats of one id.
 
     A record is ingested when ``errata ingest`` tagged it so; every other record is curated and always kept.
     Order is kept, so ranking ties stay stable.
@@ -278,28 +278,39 @@ def prefer_curated(records: Sequence[Record], report: LoadReport | None = None) 
     return list(records) if keep is None else [r for r, kept in zip(records, keep, strict=True) if kept]
 
 
-RaiseKey = tuple[str, str, int]
+# (repo, file, line), the raise's identity (repo, file, class, message template; see releases.identity),
+# and the record id.
+RaiseKey = tuple[tuple[str, str, int], str, str]
 
 
 def choice_entry(record: Record) -> tuple[RaiseKey, bool]:
-    """What the ingested-versus-curated choice needs of a record: the raise it describes (repo, file,
-    line: two records with one key describe the same ``raise``) and whether it was ingested."""
-    return (record.repo, record.file_path.removeprefix("src/"), record.line_number), INGESTED_TAG in record.tags
+    """What the ingested-versus-curated choice needs of a record: the raise it describes, by line and by
+    identity (which survives the line moving between releases), its id, and whether it was ingested."""
+    from .releases.identity import raise_identity
+
+    line = (record.repo, record.file_path.removeprefix("src/"), record.line_number)
+    return (line, raise_identity(record), record.id), INGESTED_TAG in record.tags
 
 
 def curated_first(entries: Sequence[tuple[RaiseKey, bool]], report: LoadReport | None = None) -> list[bool] | None:
-    """Which records :func:`prefer_curated` keeps, in order, from their :func:`choice_entry`; None when all."""
+    """Which records :func:`prefer_curated` keeps, in order, from their :func:`choice_entry`; None when all.
+
+    An ingested record gives way to a curated one at the same line or of the same raise identity (a newer
+    release moves lines); of ingested records only a repeated id is dropped (records of several releases
+    share a file and line number by chance)."""
     if not any(ingested for _key, ingested in entries):
         return None  # the common case, kept cheap for very large knowledge bases
-    curated = {key for key, ingested in entries if not ingested}
+    curated_lines = {key[0] for key, ingested in entries if not ingested}
+    curated_raises = {key[1] for key, ingested in entries if not ingested}
     keep: list[bool] = []
-    seen: set[RaiseKey] = set()
-    for key, ingested in entries:
-        dropped = ingested and (key in curated or key in seen)
+    seen_ids: set[str] = set()
+    for (line, identity, record_id), ingested in entries:
+        dropped = ingested and (line in curated_lines or identity in curated_raises or record_id in seen_ids)
         keep.append(not dropped)
         if dropped and report is not None:
             report.superseded += 1
-        seen.add(key)
+        if ingested:
+            seen_ids.add(record_id)
     if not all(keep):
         logger.info("%d ingested record(s) gave way to curated records of the same raise", keep.count(False))
     return keep
