@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from .llm import ChatModel
 from .query import Query, parse_query
 from .records import LoadReport, Record
 from .retrieval import Retriever
+from .retrieval.versions import prefer_installed
 from .settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -76,25 +77,40 @@ class Assistant:
         """The records nearest to ``text``, best first, without drafting an answer."""
         return self.retrieve(text, k)[1].hits
 
-    def ask(self, text: str | bytes, k: int | None = None, *, model: str | None = None) -> Answer:
+    def ask(
+        self,
+        text: str | bytes,
+        k: int | None = None,
+        *,
+        model: str | None = None,
+        installed: Mapping[str, str] | None = None,
+    ) -> Answer:
         """An answer to what was pasted, citing the records it comes from.
 
         Drafted by the configured LLM (``settings.model``), else composed offline from the records;
         ``model`` picks another for this call (see :meth:`ask_stream`).
         """
-        *_pieces, answer = self.ask_stream(text, k, model=model)
+        *_pieces, answer = self.ask_stream(text, k, model=model, installed=installed)
         return answer
 
     def ask_stream(
-        self, text: str | bytes, k: int | None = None, *, model: str | None = None
+        self,
+        text: str | bytes,
+        k: int | None = None,
+        *,
+        model: str | None = None,
+        installed: Mapping[str, str] | None = None,
     ) -> Iterator[str | Answer]:
         """Text chunks as they are drafted, then the final :class:`Answer`.
 
         The chunks join up to ``Answer.text``. An unreachable LLM gives the offline answer with one
         line saying why, never an exception. ``model``: a litellm model name for this call only (called
         like a fallback: on its provider's own endpoint), or :data:`OFFLINE` for the offline answer.
+        ``installed``: distribution -> version where the error happened (``errata run`` knows it); a
+        versioned record valid for that version is preferred to a nearly as likely one that is not.
         """
         query, retrieval = self.retrieve(text, k)
+        retrieval = prefer_installed(retrieval, installed)
         yield from stream_answer(query, retrieval, self._chat_model(model))
 
     def _chat_model(self, model: str | None) -> ChatModel | None:

@@ -36,6 +36,7 @@ CONFIDENCE_L2 = 1e-3
 TARGET_ABSTENTION = 0.95  # of the no-answer queries
 MAX_FALSE_ABSTENTION = 0.03  # of the answerable ones
 MODELS = ("error", "prose")
+DEV_REPEAT = 1  # set by report()
 SHARED_CONFIDENCE = ("message_unmatched",)
 
 
@@ -204,6 +205,13 @@ def main() -> None:
     )
     parser.add_argument("--index", type=Path, default=Path("/tmp/errata-fit-index"))
     parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument(
+        "--dev-repeat",
+        type=int,
+        default=3,
+        help="with --extra: each dev query counts this many times in the fit (the extra sets are smaller and "
+        "noisier; dev keeps what it teaches, such as abstaining on near misses)",
+    )
     parser.add_argument("--write", action="store_true", help="save the in-sample fit as retrieval/weights.json")
     parser.add_argument("--cache", type=Path, help="save features here, or reuse them if the file exists")
     parser.add_argument("--query-vectors", type=Path, help="a file caching the query embeddings between runs")
@@ -214,7 +222,10 @@ def main() -> None:
         rows += [{**row, "style": f"{path.stem}:{row.get('style', 'question')}"} for row in extra]
     if args.cache and args.cache.exists():
         saved = np.load(args.cache, allow_pickle=True)
-        report(rows, list(saved["features"]), list(saved["models"]), list(saved["relevant"]), args.folds, args.write)
+        report(
+            rows, list(saved["features"]), list(saved["models"]), list(saved["relevant"]), args.folds, args.write,
+            dev_repeat=args.dev_repeat,
+        )  # fmt: skip
         return
     assistant = Assistant(Settings.load(env={}, index_dir=args.index))
     if args.query_vectors:
@@ -231,11 +242,18 @@ def main() -> None:
         assistant.retriever.embedder.save()
     if args.cache:
         np.savez(args.cache, features=np.array(features), models=np.array(models), relevant=np.array(relevant, object))
-    report(rows, features, models, relevant, args.folds, args.write)
+    report(rows, features, models, relevant, args.folds, args.write, dev_repeat=args.dev_repeat)
 
 
-def report(rows, features, models, relevant, folds, write: bool = False) -> None:
-    everything = list(range(len(rows)))
+def weighted(indices, rows, dev_repeat: int) -> list[int]:
+    """``indices`` with each dev query (a style without a set's ``name:`` prefix) repeated ``dev_repeat`` times."""
+    return [i for i in indices for _ in range(dev_repeat if ":" not in rows[i]["style"] else 1)]
+
+
+def report(rows, features, models, relevant, folds, write: bool = False, dev_repeat: int = 1) -> None:
+    global DEV_REPEAT
+    DEV_REPEAT = dev_repeat
+    everything = weighted(range(len(rows)), rows, dev_repeat)
     w, cw, threshold = fit_all(rows, features, models, relevant, everything)
     table, abst, false_abst = evaluate(rows, features, models, relevant, w, cw, threshold)
     print("in-sample:", _compact(table), f"abstained {abst:.3f} false {false_abst:.3f} threshold {threshold:.3f}")
@@ -259,7 +277,7 @@ def cross_validate(rows, features, models, relevant, fold_of, folds):
     ranks: dict[str, list] = {}
     neg, pos = [], []
     for fold in range(folds):
-        train = [i for i in range(len(rows)) if fold_of[i] != fold]
+        train = weighted([i for i in range(len(rows)) if fold_of[i] != fold], rows, DEV_REPEAT)
         wf, cwf, tf = fit_all(rows, features, models, relevant, train)
         for i in (i for i in range(len(rows)) if fold_of[i] == fold):
             t, a, fa = evaluate([rows[i]], [features[i]], [models[i]], [relevant[i]], wf, cwf, tf)

@@ -334,10 +334,11 @@ def test_a_large_knowledge_base_scores_candidates_and_ranks_as_scoring_everythin
 
     queries = [json.loads(line)["query"] for line in DEV_SET.read_text().splitlines() if line.strip()][::4]
     full = [[h.record.id for h in assistant.retriever.retrieve(assistant.parse(q), 5).hits] for q in queries]
-    monkeypatch.setattr(retrieve, "DENSE_DEPTH", 25)
-    monkeypatch.setattr(candidates, "LEXICAL_CANDIDATES", 25)
-    monkeypatch.setattr(candidates, "CANDIDATE_CAP", 50)
-    monkeypatch.setattr(candidates, "LEXICAL_POSTINGS", 50)
+    five_percent = max(25, len(assistant.records) // 20)
+    monkeypatch.setattr(retrieve, "DENSE_DEPTH", five_percent)
+    monkeypatch.setattr(candidates, "LEXICAL_CANDIDATES", five_percent)
+    monkeypatch.setattr(candidates, "CANDIDATE_CAP", 2 * five_percent)
+    monkeypatch.setattr(candidates, "LEXICAL_POSTINGS", 2 * five_percent)
     monkeypatch.setattr(assistant.retriever, "full_scoring_limit", 0)
     sizes, agree_top, agree_five = [], 0, 0
     for q, expected in zip(queries, full, strict=True):

@@ -110,8 +110,11 @@ def test_low_confidence_answer_shows_no_confident_match_with_related_records(uns
     answer = unsure_assistant.ask(TRACEBACK)
     assert not answer.grounded
     page = sources_html(answer)
-    assert "No confident match" in page and "possibly related" in page
-    assert page.count('class="errata-card"') == len(answer.hits) > 0
+    assert "No confident match" in page and "Possibly related" in page
+    # Folded to a title line and a link each: no fix cards of records that do not match.
+    related = {c.record_id for c in answer.citations}
+    assert page.count('class="errata-related"') == len(related) > 0
+    assert 'class="errata-card"' not in page and "<ol>" not in page
     chat = WebChat(unsure_assistant, FeedbackStore(tmp_path / "feedback.sqlite3"))
     *_, (_box, history, sources, _state, _fb) = chat.respond(TRACEBACK, [], ChatState(), 5, None)
     assert "No confident match" in history[-1]["content"] and sources == page

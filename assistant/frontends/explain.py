@@ -131,7 +131,7 @@ def explain_exception(
 
 def explain_text(text: str, context: LocalContext | None, assistant: Assistant | None = None) -> Explanation:
     assistant = assistant or shared_assistant()
-    answer = assistant.ask(text)
+    answer = assistant.ask(text, installed=context.installed if context is not None else None)
     confident = bool(answer.hits) and answer.confidence >= assistant.settings.confidence_threshold
     top = answer.hits[0].record if answer.hits else None
     if context is not None:

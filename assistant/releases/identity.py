@@ -12,10 +12,10 @@ import difflib
 import hashlib
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # records.py may import this module: no import of it at run time
-    from ..records import Record
+# A Record or its JSON dict: records.py imports this module, so it names no type of records.py.
+Record = Any
 
 _PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}")
 _REPO_PATH_PREFIXES = ("src/",)

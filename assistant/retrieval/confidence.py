@@ -21,6 +21,15 @@ SHORT_QUERY_CONFIDENCE = 0.05
 _WORD_RE = re.compile(r"[A-Za-z0-9_]{2,}")
 
 
+# A quoted message sharing at least this share of its literal words with the top record's message is the
+# same error worded as another release words it; below, a near miss (same library and class, another error).
+REWORDED_SHARE = 0.75
+
+
+def _reworded(overlap: float) -> float:
+    return overlap if overlap >= REWORDED_SHARE else 0.0
+
+
 def too_short_to_tell(query: Query) -> bool:
     """Whether the paste holds too few words to tell one error from another."""
     return len({w.lower() for w in _WORD_RE.findall(query.text[:2_000])}) < SHORT_QUERY_WORDS
@@ -66,7 +75,7 @@ def confidence_features(scored: Scored, order: np.ndarray) -> np.ndarray:
             f[index("unknown_words")],
             f[index("has_message")]
             * (1.0 - min(1.0, 2.0 * pattern))
-            * (1.0 - max(f[index("message_covered")], f[index("message_overlap")])),
+            * (1.0 - max(f[index("message_covered")], _reworded(f[index("message_overlap")]))),
             f[index("weighted_coverage")],
             f[index("message_overlap")],
         ]
