@@ -72,7 +72,10 @@ def _subscripted(code: str, key: str) -> str | None:
     """The expression subscripted with ``key`` in the source line: ``row`` in ``row["amount"]``."""
     inner = re.escape(key[1:-1]) if key[:1] in "'\"" else re.escape(key)
     m = re.search(rf"({_EXPRESSION})\[\s*['\"]?{inner}['\"]?\s*\]", code)
-    return m.group(1) if m else None
+    if m:
+        return m.group(1)
+    subscripts = re.findall(rf"({_EXPRESSION})\[[^\[\]]+\]", code)  # d[key] with the key in a variable
+    return subscripts[0] if len(subscripts) == 1 else None
 
 
 def _attribute_owner(code: str, name: str) -> str | None:

@@ -88,7 +88,7 @@ def test_an_mcp_client_lists_the_tools_and_gets_a_smolagents_citation(assistant,
     assert field(missing, "is_error", "isError")
     assert "no record with id '0000000000000000'" in missing.content[0].text
 
-    # A pasted KeyError from the user's own code: the nearest record's library is in none of its frames.
+    # A pasted KeyError from the user's own code: Python's own record answers, no library's.
     user_error = field(calls["user_error"], "structured_content", "structuredContent")
-    assert user_error["confident"] is False and user_error["citations"] == []
-    assert user_error["text"].startswith("No record matches KeyError")
+    assert user_error["confident"] is True
+    assert [c["repo"] for c in user_error["citations"]] == ["python/cpython"]

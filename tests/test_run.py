@@ -79,8 +79,9 @@ def test_a_key_error_in_user_code_is_not_pinned_on_a_library(tmp_path, assistant
     assert done.stdout == "starting\n"
     traceback_part, rule, answer = done.stderr.partition(RULE)
     assert rule and traceback_part.rstrip().endswith("KeyError: 'missing'")
-    # The nearest record is about a library that ran in no frame: errata says nothing matches.
-    assert "No record matches KeyError (raised in your code, settings.py:6)" in answer
+    # Python's own error in the user's code: Python's record, pointed at the user's line and key.
+    assert "(python/cpython) [1]" in answer and "line 6" in answer
+    assert "`config` has no key 'missing'" in answer
     assert "Installed here" not in answer
     assert '> 6 |     return config["missing"]' in answer
     assert '    print("starting")' in answer  # the neighbours, read from the file

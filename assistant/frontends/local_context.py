@@ -21,6 +21,7 @@ from functools import cache, lru_cache
 from types import TracebackType
 from typing import Any
 
+PYTHON_REPO = "python/cpython"  # the records of Python's own errors (as retrieval.ownership names them)
 # Lines shown on each side of the user's failing line.
 NEIGHBOURS = 2
 # Folders of a repository above its import package: ``src/httpx/...``; ``libs/cli/langgraph_cli/...``.
@@ -57,7 +58,10 @@ class LocalContext:
     user_code: SourceLines | None = None  # the innermost frame in the user's own code
 
     def involves(self, record: Any) -> bool:
-        """Whether the library a record is about ran in a frame, or defined the exception."""
+        """Whether the library a record is about ran in a frame, or defined the exception. Python's own
+        records (``python/cpython``) are about whatever Python ran: always in play."""
+        if str(getattr(record, "repo", "")) == PYTHON_REPO:
+            return True
         return bool(self.modules & set(record_packages(record)))
 
     def versions_line(self) -> str | None:
