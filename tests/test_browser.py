@@ -33,9 +33,12 @@ TRACEBACK = EXAMPLES[0]
 DESKTOP = {"width": 1366, "height": 900}
 PHONE = {"width": 390, "height": 844}
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="Debian's chromium is not installed (apt-get install chromium; .ci/run does)"
-)
+pytestmark = [
+    pytest.mark.slow,  # a real browser
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="Debian's chromium is not installed (apt-get install chromium; .ci/run does)"
+    ),
+]
 
 
 @pytest.fixture(scope="module")

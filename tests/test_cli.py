@@ -2,6 +2,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 
 def run_cli(*args, stdin=None):
     return subprocess.run(
@@ -9,6 +11,7 @@ def run_cli(*args, stdin=None):
     )
 
 
+@pytest.mark.slow
 def test_ask_reads_stdin_and_prints_json(bundled_index_dir, assistant):
     # `assistant` fixture has already built the index in bundled_index_dir: the CLI reuses it.
     traceback = (
@@ -26,6 +29,7 @@ def test_ask_reads_stdin_and_prints_json(bundled_index_dir, assistant):
     assert answer["citations"][0]["recordId"] == "c6aeeba10bb30da8"
 
 
+@pytest.mark.slow
 def test_build_reports_an_up_to_date_index(bundled_index_dir, assistant):
     result = run_cli("build", "--index", str(bundled_index_dir), "--json")
     assert result.returncode == 0, result.stderr
@@ -33,6 +37,7 @@ def test_build_reports_an_up_to_date_index(bundled_index_dir, assistant):
     assert report["rebuilt"] is False and report["total"] == len(assistant.records)
 
 
+@pytest.mark.slow
 def test_missing_knowledge_base_is_a_one_line_error(tmp_path):
     result = run_cli("ask", "anything", "--kb", str(tmp_path / "missing"), "--index", str(tmp_path / "i"))
     assert result.returncode == 2

@@ -25,6 +25,7 @@ def texts():
     return [record_text(r) for r in records[::10]]  # 50 real records from every library, short and long
 
 
+@pytest.mark.slow
 def test_the_onnx_int8_embedder_stays_close_to_the_float_model(embedder, onnx_cache, texts):
     fast = Embedder(DEFAULT_EMBEDDER + "-onnx-int8", cache_dir=onnx_cache)
     assert fast.model_id != embedder.model_id and fast.runtime == "onnx-int8" and fast.quantized
@@ -32,6 +33,7 @@ def test_the_onnx_int8_embedder_stays_close_to_the_float_model(embedder, onnx_ca
     assert sorted(p.name.split("-", 1)[1] for p in onnx_cache.glob("*.onnx")) == ["float.onnx", "int8.onnx"]
 
 
+@pytest.mark.slow
 def test_the_onnx_float_embedder_reproduces_the_float_model(embedder, onnx_cache, texts):
     """Same weights, same tokenizer, mean pooling in numpy: the vectors of sentence-transformers."""
     exported = Embedder(DEFAULT_EMBEDDER + "-onnx", cache_dir=onnx_cache)
@@ -43,6 +45,7 @@ def test_the_onnx_float_embedder_reproduces_the_float_model(embedder, onnx_cache
     assert exported.dimension == embedder.dimension == 384
 
 
+@pytest.mark.slow
 def test_an_onnx_index_is_built_reused_and_searched_through_open_index(embedder, small_kb, tmp_path, onnx_cache):
     records = load_records(small_kb)
     fast = Embedder(DEFAULT_EMBEDDER + "-onnx-int8", cache_dir=onnx_cache)
@@ -58,6 +61,7 @@ def test_an_onnx_index_is_built_reused_and_searched_through_open_index(embedder,
     assert {p: p.stat().st_mtime_ns for p in onnx_cache.glob("*.onnx")} == exports  # the export was reused
 
 
+@pytest.mark.slow
 def test_the_export_is_keyed_by_the_weights(tmp_path, onnx_cache):
     bundled = Path(Embedder(DEFAULT_EMBEDDER)._resolve())
     copy = tmp_path / "model"

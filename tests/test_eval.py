@@ -52,6 +52,7 @@ def test_evaluate_scores_a_small_set(assistant, small_set):
     assert "Hit@1" in report.table() and "abstained on 100.0%" in report.table()
 
 
+@pytest.mark.slow
 def test_cli_eval_prints_the_documented_json_shape(assistant, small_set, bundled_index_dir):
     result = subprocess.run(
         [sys.executable, "-m", "assistant", "eval", str(small_set), "--json", "--index", str(bundled_index_dir)],
@@ -85,6 +86,7 @@ def test_outcomes_count_right_abstained_and_wrong_per_kind(assistant, tmp_path):
     assert report.outcomes["all"]["n"] == 3 and "kind:a" in report.table()
 
 
+@pytest.mark.slow
 def test_cli_eval_says_which_line_is_malformed(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"query": "x", "relevant": []}\nnot json\n')

@@ -75,6 +75,7 @@ def test_install_explains_a_threads_and_the_main_threads_uncaught_errors(tmp_pat
     assert "(encode/httpx) [1]" in answer and "Installed here: httpx " in answer
 
 
+@pytest.mark.slow
 def test_install_leaves_keyboard_interrupt_and_exit_alone(tmp_path):
     env = errata_env(Path("/nonexistent/errata-index"))  # an explanation would fail loudly: none is tried
     done = run_python(

@@ -24,6 +24,8 @@ from assistant.index.query_encoder import MANIFEST_KEY
 from assistant.retrieval.bm25_files import STOPWORDS_EN, SavedBM25, tokenize
 from assistant.settings import BUNDLED_KB_DIR
 
+pytestmark = pytest.mark.slow  # ONNX exports and subprocesses
+
 TORCH_LIBRARIES = ("torch", "transformers", "sentence_transformers")
 PASTE = "smolagents.utils.AgentError: Agent interrupted."
 

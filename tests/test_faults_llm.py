@@ -49,6 +49,7 @@ def _links(text: str) -> list[str]:
     return re.findall(r"https?://[^\s)>\]]*[^\s)>\].,;:]", outside_code)
 
 
+@pytest.mark.slow
 def test_a_hostile_reply_is_shown_without_html_images_foreign_links_or_mentions(assistant):
     with OpenAIServer(HOSTILE) as server:
         pieces = list(_llm(assistant, server).ask_stream(PASTE))
@@ -86,6 +87,7 @@ def test_the_slack_blocks_of_a_hostile_reply_hold_no_mention_or_foreign_link(ass
     assert not re.search(r"<https?://evil", shown)
 
 
+@pytest.mark.slow
 def test_a_trickling_reply_stops_at_the_deadline_and_is_marked_cut(assistant):
     words = [f"word{i} " for i in range(60)]
     with OpenAIServer(["Interrupted [1]. ", *words], piece_delay=0.5) as server:
@@ -99,6 +101,7 @@ def test_a_trickling_reply_stops_at_the_deadline_and_is_marked_cut(assistant):
     assert any("cut short" in n for n in answer.notes)
 
 
+@pytest.mark.slow
 def test_a_reply_that_starts_after_the_deadline_gives_the_offline_answer(assistant):
     with OpenAIServer("Interrupted [1].", delay=6) as server:
         chat = _llm(assistant, server, llm_timeout=2, llm_deadline=2, llm_retries=3)

@@ -34,6 +34,7 @@ def counting(embedder):
     return CountingEmbedder(embedder)
 
 
+@pytest.mark.slow
 def test_build_writes_files_and_reload_embeds_nothing(small_kb, tmp_path, counting):
     records = load_records(small_kb)
     index_dir = tmp_path / "index"
@@ -56,6 +57,7 @@ def test_build_writes_files_and_reload_embeds_nothing(small_kb, tmp_path, counti
     assert reloaded.search(query, 3)[1][0].tolist() == index.search(query, 3)[1][0].tolist()
 
 
+@pytest.mark.slow
 def test_changing_one_record_re_embeds_exactly_that_record(small_kb, tmp_path, counting):
     index_dir = tmp_path / "index"
     open_index(load_records(small_kb), counting, index_dir)
@@ -75,6 +77,7 @@ def test_changing_one_record_re_embeds_exactly_that_record(small_kb, tmp_path, c
     assert np.allclose(stored[changed_row], expected, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_truncated_faiss_file_is_rebuilt_with_a_warning(small_kb, tmp_path, counting, caplog):
     records = load_records(small_kb)
     index_dir = tmp_path / "index"
@@ -91,6 +94,7 @@ def test_truncated_faiss_file_is_rebuilt_with_a_warning(small_kb, tmp_path, coun
     assert not open_index(records, counting, index_dir)[1].rebuilt
 
 
+@pytest.mark.slow
 def test_garbage_manifest_and_cache_rebuild_from_scratch(small_kb, tmp_path, counting, caplog):
     records = load_records(small_kb)
     index_dir = tmp_path / "index"
@@ -104,6 +108,7 @@ def test_garbage_manifest_and_cache_rebuild_from_scratch(small_kb, tmp_path, cou
     assert report.rebuilt and counting.encoded == len(records)
 
 
+@pytest.mark.slow
 def test_assistant_uses_settings_and_reuses_an_index(small_kb, tmp_path, embedder):
     settings = Settings.load(env={}, kb=[small_kb], index_dir=tmp_path / "idx")
     first = Assistant(settings, embedder=embedder)

@@ -349,6 +349,7 @@ def run_cli(*args):
     )
 
 
+@pytest.mark.slow
 def test_cli_ingest_writes_a_loadable_knowledge_base(mypkg, tmp_path):
     out = tmp_path / "out" / "mypkg.jsonl"
     result = run_cli("ingest", mypkg, "--repo", "acme/mypkg", "-o", out, "--json")
@@ -366,6 +367,7 @@ def test_cli_ingest_writes_a_loadable_knowledge_base(mypkg, tmp_path):
     assert result.returncode == 2 and "--enrich needs an LLM" in result.stderr
 
 
+@pytest.mark.slow
 def test_curated_records_win_over_ingested_ones_for_the_same_raise(tmp_path):
     kb = tmp_path / "kb"
     kb.mkdir()
@@ -491,6 +493,7 @@ def test_enrichment_validates_replies_and_retries_once(mypkg, tmp_path, llm_env)
     assert EXTRACTED_TAG in failed.tags and failed.handling_strategy is None
 
 
+@pytest.mark.slow
 def test_enrichment_resumes_where_an_interrupted_run_stopped(mypkg, tmp_path, llm_env):
 
     def first_reply(body):

@@ -117,6 +117,7 @@ def test_http_500_falls_back_to_the_offline_answer_after_retrying(assistant):
     assert any("the server returned an error" in n for n in answer.notes)
 
 
+@pytest.mark.slow
 def test_a_server_slower_than_the_timeout_falls_back_to_the_offline_answer(assistant):
     with OpenAIServer(REPLY, delay=10) as server:
         started = time.monotonic()
@@ -188,6 +189,7 @@ def test_chat_model_raises_llm_error_with_a_general_reason():
     assert str(caught.value) == "the provider's rate limit or quota was reached" and KEY not in str(caught.value)
 
 
+@pytest.mark.slow
 def test_without_a_model_litellm_is_never_imported(assistant):
     code = (
         "import sys\n"
@@ -202,6 +204,7 @@ def test_without_a_model_litellm_is_never_imported(assistant):
     assert result.stdout.strip() == "False"
 
 
+@pytest.mark.slow
 def test_cli_ask_uses_the_model_and_api_base_flags(assistant, bundled_index_dir):
     with OpenAIServer(REPLY) as server:
         result = subprocess.run(
@@ -218,6 +221,7 @@ def test_cli_ask_uses_the_model_and_api_base_flags(assistant, bundled_index_dir)
     assert server.requests[0]["model"] == "test-model"
 
 
+@pytest.mark.slow
 def test_a_reply_that_stalls_midway_ends_with_the_offline_answer(assistant):
     gate = threading.Event()  # never set while the client waits: the server stalls after one piece
     with OpenAIServer(REPLY, gate=gate) as server:

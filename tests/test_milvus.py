@@ -17,6 +17,8 @@ pytest.importorskip("milvus_lite", reason="the milvus extra is not installed: pi
 
 from assistant.index.milvus import open_milvus_index  # noqa: E402
 
+pytestmark = pytest.mark.slow  # ONNX/OpenVINO exports, a browser, Milvus or whole-dev-set runs
+
 LIBRARIES = ("huggingface__smolagents", "ollama__ollama-python", "huggingface__peft")
 
 

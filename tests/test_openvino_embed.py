@@ -15,6 +15,8 @@ from assistant.index import open_index
 from assistant.settings import BUNDLED_KB_DIR, DEFAULT_EMBEDDER
 from tests.vectors import assert_close_to_the_float_model, assert_index_agrees_with_the_float_model
 
+pytestmark = pytest.mark.slow  # ONNX/OpenVINO exports, a browser, Milvus or whole-dev-set runs
+
 FAST = DEFAULT_EMBEDDER + "-openvino-int8"
 
 

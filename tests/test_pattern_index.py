@@ -41,6 +41,7 @@ def test_a_pattern_is_a_candidate_only_where_its_word_is():
     assert index.candidates(["nothing related"]).tolist() == [2]  # ".*" pins no word: always run
 
 
+@pytest.mark.slow
 def test_no_pattern_that_matches_a_dev_query_is_filtered_out():
     """Exactness on real data: every bundled pattern that matches any dev query's text or message is
     among that query's candidates (the Retriever searches exactly these texts)."""

@@ -72,6 +72,7 @@ def test_each_failure_gets_an_errata_section_computed_once_per_error(pytester, f
     assert "errata: explained 3 failure(s), 2 distinct error(s)" in out
 
 
+@pytest.mark.slow
 def test_without_the_flag_nothing_changes(pytester, failing_tests):
     result = pytester.runpytest(*plugin_args(), "-p", "no:cacheprovider")
 
@@ -82,6 +83,7 @@ def test_without_the_flag_nothing_changes(pytester, failing_tests):
     assert "--errata" in pytester.runpytest(*plugin_args(), "--help").stdout.str()
 
 
+@pytest.mark.slow
 def test_an_errata_failure_is_a_one_line_note_and_the_run_is_unchanged(pytester, monkeypatch):
     """A knowledge base that cannot be read: the tests' own outcome stands, errata says why in one line."""
     pytester.makepyfile(

@@ -43,6 +43,7 @@ def test_spec_names_releases():
         select_versions("newest please", available)
 
 
+@pytest.mark.slow
 def test_pip_lists_and_downloads_releases_into_a_reused_cache(toy_index, tmp_path):
     assert list_versions("toylib", pip_args(toy_index)) == ["1.0", "1.1", "2.0"]
     first = download_release("toylib", "1.1", tmp_path, pip_args(toy_index))
@@ -53,6 +54,7 @@ def test_pip_lists_and_downloads_releases_into_a_reused_cache(toy_index, tmp_pat
         download_release("toylib", "9.9", tmp_path, pip_args(toy_index))
 
 
+@pytest.mark.slow
 def test_sdist_is_the_fallback_and_is_read_without_unpacking(tmp_path):
     index = tmp_path / "index"
     index.mkdir()
@@ -94,6 +96,7 @@ def toy_kb(toy_index, tmp_path_factory):
     return records, (first, out.read_text(encoding="utf-8")), again
 
 
+@pytest.mark.slow
 def test_one_record_per_raise_across_moved_lines_and_rewording(toy_kb):
     records, _, _ = toy_kb
     old = "ValueError: Invalid timeout -1: must be positive"
@@ -188,6 +191,7 @@ def test_httpx_from_the_real_index(tmp_path, capsys):
     assert sum("api-change" in r.tags for r in records) >= 4  # proxies and app on Client and AsyncClient
 
 
+@pytest.mark.slow
 def test_build_ecosystem_on_a_process_pool_resumes_from_the_cache(toy_index, tmp_path, capsys):
     packages = tmp_path / "packages.txt"
     packages.write_text("# name spec tag\ntoylib last:2 {version}\nnot-a-toy >=1\n", encoding="utf-8")

@@ -326,6 +326,7 @@ def test_rank_signals_are_exact_for_the_best_records_of_a_large_knowledge_base()
     assert np.allclose(_reciprocal_rank(small)[np.argsort(-small, kind="stable")], 1.0 / (1.0 + np.arange(50)))
 
 
+@pytest.mark.slow
 def test_a_large_knowledge_base_scores_candidates_and_ranks_as_scoring_everything(assistant, monkeypatch):
     """Past ``full_scoring_limit`` only the candidates are scored. With candidate depths cut to 5% of the
     bundled records (a million records get 0.1%), the dev queries' best records stay the same."""

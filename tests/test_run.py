@@ -87,6 +87,7 @@ def test_a_key_error_in_user_code_is_not_pinned_on_a_library(tmp_path, assistant
     assert '    print("starting")' in answer  # the neighbours, read from the file
 
 
+@pytest.mark.slow
 def test_a_succeeding_script_runs_as_python_runs_it_and_errata_stays_silent(tmp_path):
     script = write(
         tmp_path,
@@ -121,6 +122,7 @@ def test_a_succeeding_script_runs_as_python_runs_it_and_errata_stays_silent(tmp_
     ],
     ids=["exit-3", "exit-message", "keyboard-interrupt"],
 )
+@pytest.mark.slow
 def test_exit_and_interrupt_keep_pythons_status_and_are_not_explained(tmp_path, code):
     script = tmp_path / "stop.py"
     script.write_text(code)
@@ -136,6 +138,7 @@ def test_exit_and_interrupt_keep_pythons_status_and_are_not_explained(tmp_path, 
         assert by_errata.stderr == by_python.stderr
 
 
+@pytest.mark.slow
 def test_a_missing_script_is_reported_like_python_does(tmp_path):
     done = errata_run(tmp_path / "nope.py", env=errata_env())
     assert done.returncode == 2

@@ -17,6 +17,8 @@ from assistant.settings import BUNDLED_KB_DIR
 
 from .conftest import DEV_SET, read_lines
 
+pytestmark = pytest.mark.slow  # ONNX/OpenVINO exports, a browser, Milvus or whole-dev-set runs
+
 
 class InterruptedEmbedder:
     """The real embedder, stopped by a Ctrl-C after ``batches`` calls, counting what it encoded."""

@@ -336,6 +336,7 @@ def test_a_feedback_click_is_stored_with_the_question_and_answer(bot, slack, ass
     assert rows[1].context == "C1/1700000000.000300"
 
 
+@pytest.mark.slow
 def test_socket_mode_answers_an_event_once_and_takes_a_click(assistant, settings, slack):
     link = SocketModeServer()
     slack.socket_url = link.url
@@ -495,6 +496,7 @@ def test_events_path_is_the_only_route(bot):
     assert err.value.code == 404
 
 
+@pytest.mark.slow
 def test_errata_slack_serves_http_mode_until_stopped(slack, tmp_path, bundled_index_dir, assistant):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -529,6 +531,7 @@ def test_errata_slack_serves_http_mode_until_stopped(slack, tmp_path, bundled_in
         process.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_errata_slack_without_a_token_says_what_to_set(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLACK_") and not k.startswith("ERRATA_SLACK")}
     result = subprocess.run(

@@ -42,6 +42,7 @@ def test_a_second_start_uses_the_snapshot_and_answers_the_same(small_kb, tmp_pat
     assert np.array_equal(second.retriever.score(query).features, first.retriever.score(query).features)
 
 
+@pytest.mark.slow
 def test_an_edited_knowledge_base_file_is_loaded_again(small_kb, tmp_path, embedder):
     _start(small_kb, tmp_path / "index", embedder)
     path = next(small_kb.glob("*.jsonl"))
@@ -55,6 +56,7 @@ def test_an_edited_knowledge_base_file_is_loaded_again(small_kb, tmp_path, embed
     assert _start(small_kb, tmp_path / "index", embedder).build_report.reason == "up to date (snapshot)"
 
 
+@pytest.mark.slow
 def test_a_damaged_snapshot_is_rebuilt_with_a_warning(small_kb, tmp_path, embedder, caplog):
     expected = _answers(_start(small_kb, tmp_path / "index", embedder))
     (tmp_path / "index" / SNAPSHOT_DIR / "places.npy").write_bytes(b"\x93NUMPY garbage")
@@ -65,6 +67,7 @@ def test_a_damaged_snapshot_is_rebuilt_with_a_warning(small_kb, tmp_path, embedd
     assert _start(small_kb, tmp_path / "index", embedder).build_report.reason == "up to date (snapshot)"
 
 
+@pytest.mark.slow
 def test_a_vector_index_rebuilt_since_the_snapshot_is_checked_again(small_kb, tmp_path, embedder):
     _start(small_kb, tmp_path / "index", embedder)
     manifest = tmp_path / "index" / "manifest.json"
@@ -74,6 +77,7 @@ def test_a_vector_index_rebuilt_since_the_snapshot_is_checked_again(small_kb, tm
     assert again.build_report.reason == "up to date"
 
 
+@pytest.mark.slow
 def test_strict_mode_still_stops_on_a_malformed_line(small_kb, tmp_path, embedder):
     path = next(small_kb.glob("*.jsonl"))
     with path.open("a") as handle:
@@ -85,6 +89,7 @@ def test_strict_mode_still_stops_on_a_malformed_line(small_kb, tmp_path, embedde
         _start(small_kb, tmp_path / "index", embedder, strict=True)
 
 
+@pytest.mark.slow
 def test_a_snapshot_made_from_a_relative_path_serves_from_another_folder(small_kb, tmp_path, embedder, monkeypatch):
     monkeypatch.chdir(small_kb.parent)
     first = _start(small_kb.name, tmp_path / "index", embedder)

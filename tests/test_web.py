@@ -175,6 +175,7 @@ def test_feedback_export_command_writes_eval_jsonl(tmp_path, capsys):
     assert rows[1]["needs_label"] is True and rows[1]["comment"] == "wrong library"
 
 
+@pytest.mark.slow
 def test_python_app_py_serves_on_the_configured_port(assistant, bundled_index_dir, tmp_path):
     port = free_port()
     env = {key: value for key, value in os.environ.items() if not key.startswith("ERRATA_")}
@@ -235,6 +236,7 @@ def test_llm_pieces_reach_the_chat_as_they_arrive_and_the_model_menu_can_pick_of
         assert offline[-1]["content"].startswith(assistant.ask(AGENT_PASTE, 3).text)
 
 
+@pytest.mark.slow
 def test_a_taken_port_is_an_error_that_says_what_to_do(assistant, tmp_path):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
