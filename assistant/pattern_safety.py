@@ -24,8 +24,10 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants  # type: ignore[no-redef]
     import sre_parse  # type: ignore[no-redef]
 
-# CPU seconds a trial search may use (the same budget a query's search gets).
-TRIAL_CPU_S = 0.05
+# CPU seconds a trial search may use: five times a query's budget, so a pattern that is merely quadratic
+# on 4,000 repeated characters (fastapi's validation-error pattern takes ~0.05 s) is never rejected by the
+# luck of a busy machine, while an exponential one (which runs for hours) always is.
+TRIAL_CPU_S = 0.25
 TRIAL_CHARS = 4_000  # as long as the text a query's patterns search (retrieval.matching.PATTERN_TEXT_CHARS)
 _REPEATS = {sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT, getattr(sre_constants, "POSSESSIVE_REPEAT", None)}
 _FILLERS = "a .0-/_:"
