@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .messages import Part, Placeholder, is_retrievable, merge_parts, message_parts, unparse
@@ -68,6 +69,21 @@ def message_helpers(tree: ast.Module) -> Helpers:
             parts = message_parts(body[0].value)
             if parts is not None:
                 helpers[node.name] = ([a.arg for a in [*node.args.posonlyargs, *node.args.args]], parts)
+    return helpers
+
+
+def package_helpers(trees: Iterable[ast.Module]) -> Helpers:
+    """The message helpers of a whole package: a name two modules define differently is left out (which one
+    a ``raise`` calls cannot be told without importing)."""
+    helpers: Helpers = {}
+    ambiguous: set[str] = set()
+    for tree in trees:
+        for name, helper in message_helpers(tree).items():
+            if name in helpers and helpers[name] != helper:
+                ambiguous.add(name)
+            helpers[name] = helper
+    for name in ambiguous:
+        del helpers[name]
     return helpers
 
 

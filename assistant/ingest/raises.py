@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..errors import ConfigurationError
 from ..records import INGESTED_TAG, Record, record_from_dict
-from .extract import Finding, Helpers, find_in_source, message_helpers
+from .extract import Finding, find_in_source, package_helpers
 from .messages import WORD_RE, Part, literal_text, message_pattern, render_message
 from .output import EXTRACTED_TAG, IngestReport
 
@@ -274,8 +274,6 @@ def ingest(
     seen_ids: set[str] = set()
     slugs: Counter[str] = Counter()
     modules: list[tuple[str, str, ast.Module]] = []
-    helpers: Helpers = {}
-    ambiguous: set[str] = set()
     # An installed (sub)package keeps its full dotted path: slack_bolt.app -> slack_bolt/app/app.py.
     base = root.parents[package.count(".")] if package else None
     for file, rel in python_files(root, base):
@@ -287,12 +285,7 @@ def ingest(
             report.unparsable_files.append(rel)
             continue
         modules.append((rel, source, tree))
-        for name, helper in message_helpers(tree).items():
-            if name in helpers and helpers[name] != helper:
-                ambiguous.add(name)
-            helpers[name] = helper
-    for name in ambiguous:
-        del helpers[name]
+    helpers = package_helpers(tree for _rel, _source, tree in modules)
     for rel, source, tree in modules:
         try:
             findings, skipped = find_in_source(tree, helpers)

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..ingest.extract import Helpers, find_in_source, message_helpers
+from ..ingest.extract import find_in_source, package_helpers
 from ..ingest.raises import Origin, make_record
 from .archive import ReleaseArchive, file_hash, read_archive
 from .surface import read_surface
@@ -119,15 +119,7 @@ def _findings(
 ) -> tuple[list[dict[str, Any]], Counter[str]]:
     """What ``errata ingest`` finds in these modules (the same extractor and record builder), with each
     finding's enclosing function kept beside its record."""
-    helpers: Helpers = {}
-    ambiguous: set[str] = set()
-    for _rel, _source, tree in modules:
-        for name, helper in message_helpers(tree).items():
-            if name in helpers and helpers[name] != helper:
-                ambiguous.add(name)
-            helpers[name] = helper
-    for name in ambiguous:
-        del helpers[name]
+    helpers = package_helpers(tree for _rel, _source, tree in modules)
     entries: list[dict[str, Any]] = []
     skipped: Counter[str] = Counter()
     for rel, source, tree in modules:
