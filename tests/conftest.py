@@ -49,6 +49,16 @@ def onnx_cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
+def slack():
+    """A local server speaking Slack's Web API (tests/slack_server.py), closed after the test."""
+    from .slack_server import FakeSlack
+
+    fake = FakeSlack()
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
 def small_kb(tmp_path) -> Path:
     """A private copy of two bundled record files (~60 records), safe to edit."""
     kb = tmp_path / "kb"

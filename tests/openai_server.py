@@ -142,3 +142,20 @@ def _completion(body: dict[str, Any], text: str) -> dict[str, Any]:
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
     }
+
+
+def use_dummy_key(monkeypatch, key: str) -> None:
+    """litellm reads the provider's usual variable; errata never sees it as a setting. No base URL from the
+    environment may send the requests anywhere but the test server."""
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+
+
+def llm_assistant(assistant, server: OpenAIServer, model: str, **settings):
+    """The shared Assistant's records and index, drafting with ``model`` on the test server (no retries
+    unless asked)."""
+    from assistant import Assistant
+
+    changed = assistant.settings.replace(**{"model": model, "api_base": server.base_url, "llm_retries": 0, **settings})
+    return Assistant(changed, embedder=assistant.embedder)

@@ -22,7 +22,7 @@ from assistant.feedback import FeedbackError, FeedbackStore
 from assistant.frontends.ports import check_port_free
 from assistant.frontends.slack import SlackBot
 
-from .slack_server import BOT_TOKEN, BOT_USER, FakeSlack
+from .slack_server import BOT_TOKEN, BOT_USER
 from .test_slack import SIGNING_SECRET, BotServer, button_click, mention
 
 REPO = Path(__file__).resolve().parents[1]
@@ -122,13 +122,6 @@ def test_the_web_chat_starts_and_answers_with_a_corrupt_feedback_file(assistant,
 
 
 # --- Slack: the real Bolt app over HTTP ----------------------------------------------------------
-
-
-@pytest.fixture
-def slack():
-    fake = FakeSlack()
-    yield fake
-    fake.close()
 
 
 @pytest.fixture

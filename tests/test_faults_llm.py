@@ -12,7 +12,8 @@ import pytest
 from assistant import Assistant
 from assistant.sanitize import ReplySanitizer, sanitize_reply
 
-from .openai_server import OpenAIServer
+from .openai_server import OpenAIServer, use_dummy_key
+from .openai_server import llm_assistant as llm_assistant_for
 
 KEY = "sk-test-0123456789abcdef0123456789abcdef"
 MODEL = "openai/gpt-test"
@@ -33,14 +34,11 @@ HOSTILE = [
 
 @pytest.fixture(autouse=True)
 def dummy_key(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    use_dummy_key(monkeypatch, KEY)
 
 
-def _llm(assistant: Assistant, server: OpenAIServer, **settings) -> Assistant:
-    changed = assistant.settings.replace(**{"model": MODEL, "api_base": server.base_url, "llm_retries": 0, **settings})
-    return Assistant(changed, embedder=assistant.embedder)
+def _llm(assistant, server, **settings) -> Assistant:
+    return llm_assistant_for(assistant, server, MODEL, **settings)
 
 
 def _links(text: str) -> list[str]:

@@ -12,7 +12,8 @@ from assistant import Assistant, LLMError
 from assistant.draft import PASTE_CLOSE, PASTE_OPEN, SYSTEM_PROMPT
 from assistant.llm import ChatModel
 
-from .openai_server import OpenAIServer
+from .openai_server import OpenAIServer, use_dummy_key
+from .openai_server import llm_assistant as llm_assistant_for
 
 MODEL = "openai/test-model"
 KEY = "sk-test-errata-0123456789abcdef"
@@ -33,16 +34,11 @@ REPLY = [
 
 @pytest.fixture(autouse=True)
 def dummy_key(monkeypatch):
-    """litellm reads the provider's usual variable; errata never sees it as a setting."""
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    use_dummy_key(monkeypatch, KEY)
 
 
 def llm_assistant(assistant, server, **settings) -> Assistant:
-    """The shared Assistant's records and index, drafting with the test server's model."""
-    changed = assistant.settings.replace(**{"model": MODEL, "api_base": server.base_url, "llm_retries": 0, **settings})
-    return Assistant(changed, embedder=assistant.embedder)
+    return llm_assistant_for(assistant, server, MODEL, **settings)
 
 
 def test_request_carries_the_retrieved_records_and_the_reply_streams_in_chunks(assistant):

@@ -39,7 +39,7 @@ from assistant.frontends.slack_blocks import (
 from assistant.settings import BUNDLED_KB_DIR
 
 from .conftest import read_lines, write_lines
-from .slack_server import APP_TOKEN, BOT_ID, BOT_TOKEN, BOT_USER, FakeSlack, SocketModeServer
+from .slack_server import APP_TOKEN, BOT_ID, BOT_TOKEN, BOT_USER, SocketModeServer
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 INTERRUPTED_ID = "c6aeeba10bb30da8"
@@ -53,13 +53,6 @@ TRACEBACK_MENTION = (
     '    raise AgentError("Agent interrupted.", self.logger)\n'
     "smolagents.utils.AgentError: Agent interrupted.```"
 )
-
-
-@pytest.fixture
-def slack():
-    fake = FakeSlack()
-    yield fake
-    fake.close()
 
 
 @pytest.fixture

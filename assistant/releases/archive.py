@@ -6,7 +6,6 @@ live in (``src/`` or the project root) is remembered as ``prefix`` so links can 
 
 from __future__ import annotations
 
-import hashlib
 import re
 import tarfile
 import zipfile
@@ -30,14 +29,6 @@ class ReleaseArchive:
     sources: dict[str, str] = field(default_factory=dict)
     prefix: str = ""  # where the packages sit in the repository, a guess for wheels ("")
     top_level: list[str] = field(default_factory=list)
-
-
-def file_hash(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def repo_from_metadata_text(text: str) -> str | None:

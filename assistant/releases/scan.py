@@ -20,7 +20,8 @@ from typing import Any
 
 from ..ingest.extract import find_in_source, package_helpers
 from ..ingest.raises import Origin, make_record
-from .archive import ReleaseArchive, file_hash, read_archive
+from ..storage.files import sha256_file
+from .archive import ReleaseArchive, read_archive
 from .surface import read_surface
 
 # Bump when what a scan finds changes, so cached scans are made again.
@@ -74,7 +75,7 @@ def scan_archive(
 
 def cached_scan(path: Path, cache: Path, repo: str | None = None, tag_format: str = DEFAULT_TAG_FORMAT) -> Scan:
     """:func:`scan_archive`, kept in ``cache/scans/<sha256>.json`` and read from there next time."""
-    key = f"{file_hash(path)}-v{SCAN_VERSION}"
+    key = f"{sha256_file(path)}-v{SCAN_VERSION}"
     if repo or tag_format != DEFAULT_TAG_FORMAT:
         key += "-" + file_hash_text(f"{repo}\n{tag_format}")
     target = Path(cache).expanduser() / "scans" / f"{key}.json"

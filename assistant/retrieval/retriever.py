@@ -183,8 +183,8 @@ class Retriever:
         frame_files = {path_tail(f.file) for f in query.frames}
         seen, named, known = self._libraries(query)
         # Records whose message holds every quoted word (when the query quotes a message of 2+ words).
-        covered = self.signals.message_words.intersection(quoted) if len(quoted) >= 2 else NONE
         overlap, overlap_share = self._overlap(quoted)
+        covered = overlap[overlap_share == 1.0]  # every quoted word (the postings are read once, for both)
         dense, cosines, floor = self._nearest(dense_text)
         return Found(
             on_message=on_message,
@@ -280,11 +280,11 @@ class Retriever:
                 spread(found.overlap, found.overlap_share),
             ]
         )
-        penalty = np.zeros(m)
-        penalized = self._not_in_play(query, found)
+        penalized, all_but = self._not_in_play(query, found)
+        penalty = np.full(m, NOT_IN_PLAY if all_but else 0.0)
         if len(penalized):
             where, _picked = among(penalized, scored)
-            penalty[where] = NOT_IN_PLAY
+            penalty[where] = 0.0 if all_but else NOT_IN_PLAY
         return Scored(features, features @ self.weights[model] - penalty, model, scored, penalty)
 
     def _overlap(self, quoted: frozenset[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -303,18 +303,19 @@ class Retriever:
         pattern = compile_pattern(source)
         return pattern is not None and self.matcher.search(pattern, text)
 
-    def _not_in_play(self, query: Query, found: Found) -> np.ndarray:
-        """Library records that cannot answer this error (ascending positions): for a Python error with no
-        library seen or named, every library's record when the traceback ends in the user's own code, and
-        those worded as Python's own message when there is no traceback to tell."""
+    def _not_in_play(self, query: Query, found: Found) -> tuple[np.ndarray, bool]:
+        """The records that cannot answer this error, as ascending positions and whether they are given as
+        every record *but* those (so no array of every record is made per query in a large knowledge base):
+        for a Python error with no library seen or named, every library's record when the traceback ends in
+        the user's own code, and those worded as Python's own message when there is no traceback to tell."""
         if not len(self._python) or query.kind == "question" or not query.exception_class:
-            return NONE
+            return NONE, False
         if not is_pythons_class(query, self._python_classes):
             # A library's own exception (``httpx.ConnectTimeout: timed out``): Python's records of other
             # classes are not what raised it, however their generic patterns read.
-            return self._python[self._python_class_of != query.exception_class]
+            return self._python[self._python_class_of != query.exception_class], False
         if found.known is not None:
-            return NONE
+            return NONE, False
         cls = query.exception_class or ""
         if cls not in self._twins:
             same_class = self.signals.classes.get(cls)
@@ -326,11 +327,10 @@ class Retriever:
             # Only a library record whose own wording the message matches may answer (a compiled extension
             # raises in the user's frame: ``TypeError: TextInputSequence must be str`` is tokenizers').
             specific = np.setdiff1d(found.on_message, twins)
-            keep = np.union1d(self._python, specific)
-            return np.setdiff1d(np.arange(len(self.records)), keep, assume_unique=True)
+            return np.union1d(self._python, specific), True
         if query.frames:  # raised inside an installed package or Python's lib folder: anyone may answer
-            return NONE
-        return twins
+            return NONE, False
+        return twins, False
 
     def _coverage(self, in_all: dict[int, tuple[np.ndarray, np.ndarray]], m: int) -> tuple[np.ndarray, np.ndarray]:
         """How many of the query's words (``in_all``: where each is among the records scored) each record
