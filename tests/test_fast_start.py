@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -56,12 +57,17 @@ def test_the_stored_export_gives_the_torch_vectors_for_every_bundled_record(embe
 
 
 @pytest.mark.slow
-def test_a_cold_ask_never_imports_torch_nor_the_front_ends(assistant, bundled_index_dir):
+def test_a_cold_ask_never_imports_torch_nor_the_front_ends(assistant, bundled_index_dir, tmp_path):
+    # A private copy, its snapshot made here first: the shared test index may be rewritten at any time by a
+    # test run of another checkout, and a cold ask that had to rebuild the snapshot would import bm25s.
+    index_dir = tmp_path / "index"
+    shutil.copytree(bundled_index_dir, index_dir, ignore=shutil.ignore_patterns(".lock"), copy_function=os.link)
+    Assistant(assistant.settings, index_dir=index_dir, embedder=assistant.embedder)
     code = (
         "import contextlib, io, json, sys\n"
         "from assistant.frontends.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
-        f"    code = main(['ask', '--json', '--index', {str(bundled_index_dir)!r}, {PASTE!r}])\n"
+        f"    code = main(['ask', '--json', '--index', {str(index_dir)!r}, {PASTE!r}])\n"
         "print(json.dumps({'code': code, 'answer': json.loads(out.getvalue()), 'modules': sorted(sys.modules)}))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
