@@ -20,7 +20,11 @@ from .errors import ConfigurationError
 PACKAGE_DIR = Path(__file__).resolve().parent
 BUNDLED_KB_DIR = PACKAGE_DIR / "data" / "kb"
 BUNDLED_EVAL_DIR = PACKAGE_DIR / "data" / "eval"  # the eval sets beside the curated records (dev.jsonl)
-DEFAULT_EMBEDDER = "bundled:all-MiniLM-L6-v2"
+# The bundled MiniLM run by ONNX Runtime with int8 weights, for records and queries alike: twice the
+# speed of the float model at the same retrieval (dev Hit@1 0.939 against 0.941, real-world 0.897 against
+# 0.893, abstention 98.2% both; see docs/architecture.md), so the first build fits in 30 s on 2 cores.
+TORCH_EMBEDDER = "bundled:all-MiniLM-L6-v2"  # the same weights run by sentence-transformers (float)
+DEFAULT_EMBEDDER = TORCH_EMBEDDER + "-onnx-int8"
 
 
 def _default_index_dir() -> Path:

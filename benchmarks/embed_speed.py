@@ -28,7 +28,7 @@ import numpy as np
 from assistant import load_records
 from assistant.embedding.embedder import Embedder, record_text
 from assistant.query import parse_query
-from assistant.settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR, DEFAULT_EMBEDDER
+from assistant.settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR, TORCH_EMBEDDER
 
 DEV_SET = BUNDLED_EVAL_DIR / "dev.jsonl"  # copied from ../shared/kb/eval by errata refresh-kb
 
@@ -47,7 +47,7 @@ def hit_at(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--float", dest="float_model", default=DEFAULT_EMBEDDER)
+    parser.add_argument("--float", dest="float_model", default=TORCH_EMBEDDER)
     parser.add_argument(
         "--fast",
         action="append",
@@ -62,7 +62,7 @@ def main() -> None:
     records = load_records(BUNDLED_KB_DIR)
     texts = [record_text(r) for r in records]
     timed = texts[: args.records] if args.records else texts
-    fast = args.fast or [DEFAULT_EMBEDDER + "-openvino-int8", DEFAULT_EMBEDDER + "-onnx-int8"]
+    fast = args.fast or [TORCH_EMBEDDER + "-openvino-int8", TORCH_EMBEDDER + "-onnx-int8"]
     batch = args.batch_size
     models = {"float": Embedder(args.float_model, batch_size=batch), **{n: Embedder(n, batch_size=batch) for n in fast}}
     load_before = os.getloadavg()[0]

@@ -12,7 +12,7 @@ import pytest
 
 from assistant import Assistant, Settings
 from assistant.embedding.embedder import Embedder
-from assistant.settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR
+from assistant.settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR, TORCH_EMBEDDER
 
 # The dev set as bundled beside the knowledge base (``errata refresh-kb`` copies it from ../shared/kb/eval),
 # so a clone alone runs every test.
@@ -21,8 +21,15 @@ DEV_SET = BUNDLED_EVAL_DIR / "dev.jsonl"
 
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
-    """The bundled MiniLM, loaded once for the whole run."""
+    """The default embedder (the bundled MiniLM, int8, on ONNX Runtime), loaded once for the whole run."""
     return Embedder()
+
+
+@pytest.fixture(scope="session")
+def float_embedder() -> Embedder:
+    """The same weights run by sentence-transformers in float: what faster runtimes are compared with, and
+    whose vectors do not depend on their batch (int8 activations are scaled per batch)."""
+    return Embedder(TORCH_EMBEDDER)
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ from assistant.embedding.onnx import OnnxEncoder, weights_hash
 from assistant.errors import EmbedderError
 from assistant.index import open_index
 from assistant.index.faiss_store import MANIFEST_NAME
-from assistant.settings import BUNDLED_KB_DIR, DEFAULT_EMBEDDER
+from assistant.settings import BUNDLED_KB_DIR, TORCH_EMBEDDER
 from tests.vectors import assert_close_to_the_float_model, assert_index_agrees_with_the_float_model
 
 
@@ -26,44 +26,44 @@ def texts():
 
 
 @pytest.mark.slow
-def test_the_onnx_int8_embedder_stays_close_to_the_float_model(embedder, onnx_cache, texts):
-    fast = Embedder(DEFAULT_EMBEDDER + "-onnx-int8", cache_dir=onnx_cache)
-    assert fast.model_id != embedder.model_id and fast.runtime == "onnx-int8" and fast.quantized
-    assert_close_to_the_float_model(embedder.encode(texts), fast.encode(texts))
+def test_the_onnx_int8_embedder_stays_close_to_the_float_model(float_embedder, onnx_cache, texts):
+    fast = Embedder(TORCH_EMBEDDER + "-onnx-int8", cache_dir=onnx_cache)
+    assert fast.model_id != float_embedder.model_id and fast.runtime == "onnx-int8" and fast.quantized
+    assert_close_to_the_float_model(float_embedder.encode(texts), fast.encode(texts))
     assert sorted(p.name.split("-", 1)[1] for p in onnx_cache.glob("*.onnx")) == ["float.onnx", "int8.onnx"]
 
 
 @pytest.mark.slow
-def test_the_onnx_float_embedder_reproduces_the_float_model(embedder, onnx_cache, texts):
+def test_the_onnx_float_embedder_reproduces_the_float_model(float_embedder, onnx_cache, texts):
     """Same weights, same tokenizer, mean pooling in numpy: the vectors of sentence-transformers."""
-    exported = Embedder(DEFAULT_EMBEDDER + "-onnx", cache_dir=onnx_cache)
-    assert exported.model_id not in {embedder.model_id, DEFAULT_EMBEDDER + "-onnx-int8"}
+    exported = Embedder(TORCH_EMBEDDER + "-onnx", cache_dir=onnx_cache)
+    assert exported.model_id not in {float_embedder.model_id, TORCH_EMBEDDER + "-onnx-int8"}
     # Batched by length, padded differently: one text alone and within a batch give the same vector.
     together = exported.encode(texts)
     assert np.allclose(exported.encode(texts[3:4])[0], together[3], atol=1e-5)
-    assert np.min(np.sum(embedder.encode(texts) * together, axis=1)) > 0.9999
-    assert exported.dimension == embedder.dimension == 384
+    assert np.min(np.sum(float_embedder.encode(texts) * together, axis=1)) > 0.9999
+    assert exported.dimension == float_embedder.dimension == 384
 
 
 @pytest.mark.slow
-def test_an_onnx_index_is_built_reused_and_searched_through_open_index(embedder, small_kb, tmp_path, onnx_cache):
+def test_an_onnx_index_is_built_reused_and_searched_through_open_index(float_embedder, small_kb, tmp_path, onnx_cache):
     records = load_records(small_kb)
-    fast = Embedder(DEFAULT_EMBEDDER + "-onnx-int8", cache_dir=onnx_cache)
+    fast = Embedder(TORCH_EMBEDDER + "-onnx-int8", cache_dir=onnx_cache)
     exports = {p: p.stat().st_mtime_ns for p in onnx_cache.glob("*.onnx")}
     index, report = open_index(records, fast, tmp_path / "index")
     assert report.rebuilt and report.embedded == len(records)
     assert json.loads((tmp_path / "index" / MANIFEST_NAME).read_text())["embedder"] == fast.model_id
-    assert_index_agrees_with_the_float_model(index, fast, embedder, records)
+    assert_index_agrees_with_the_float_model(index, fast, float_embedder, records)
     _, again = open_index(records, fast, tmp_path / "index")
     assert not again.rebuilt and again.embedded == 0
     # The float model does not read these vectors: a different id rebuilds the index.
-    assert "embedder changed" in open_index(records, Embedder(), tmp_path / "index")[1].reason
+    assert "embedder changed" in open_index(records, Embedder(TORCH_EMBEDDER), tmp_path / "index")[1].reason
     assert {p: p.stat().st_mtime_ns for p in onnx_cache.glob("*.onnx")} == exports  # the export was reused
 
 
 @pytest.mark.slow
 def test_the_export_is_keyed_by_the_weights(tmp_path, onnx_cache):
-    bundled = Path(Embedder(DEFAULT_EMBEDDER)._resolve())
+    bundled = Path(Embedder(TORCH_EMBEDDER)._resolve())
     copy = tmp_path / "model"
     shutil.copytree(bundled, copy)
     assert weights_hash(copy) == weights_hash(bundled)  # the same files wherever they lie

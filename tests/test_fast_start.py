@@ -1,4 +1,5 @@
-"""A cold ``errata ask`` without torch: the float ONNX export stored with the index encodes the queries.
+"""A cold ``errata ask`` without torch: the ONNX file stored with the index encodes the queries (the int8
+file records were embedded with, by default; the float export for the torch model).
 
 Real model, real export, real FAISS files; the import checks run the CLI in a fresh process.
 """
@@ -23,7 +24,7 @@ from assistant.index import open_index
 from assistant.index.faiss_store import MANIFEST_NAME
 from assistant.index.query_encoder import MANIFEST_KEY
 from assistant.retrieval.bm25_files import STOPWORDS_EN, SavedBM25, tokenize
-from assistant.settings import BUNDLED_KB_DIR
+from assistant.settings import BUNDLED_KB_DIR, TORCH_EMBEDDER
 
 pytestmark = pytest.mark.slow  # ONNX exports and subprocesses
 
@@ -36,8 +37,9 @@ def _manifest(index_dir: Path) -> dict:
 
 
 @pytest.mark.slow
-def test_the_stored_export_gives_the_torch_vectors_for_every_bundled_record(embedder, tmp_path):
-    """The build embeds with the export it stores: its vectors are the torch model's (cosine >= 0.9999)."""
+def test_the_stored_export_gives_the_torch_vectors_for_every_bundled_record(float_embedder, tmp_path):
+    """With the torch model, the build embeds with the float export it stores: torch's vectors (cosine >= 0.9999)."""
+    embedder = float_embedder
     records = load_records(BUNDLED_KB_DIR)
     index, report = open_index(records, embedder, tmp_path / "index")
     assert report.embedded == len(records)
@@ -56,6 +58,23 @@ def test_the_stored_export_gives_the_torch_vectors_for_every_bundled_record(embe
     assert np.min(np.sum(fast.encode(queries) * embedder.encode(queries), axis=1)) >= 0.9999
 
 
+def test_the_default_stores_the_int8_file_its_records_were_embedded_with(embedder, assistant, bundled_index_dir):
+    """The default runtime is int8: queries must go through the very file the records went through."""
+    assert embedder.runtime == "onnx-int8" and embedder.stores_export
+    entry = _manifest(bundled_index_dir)[MANIFEST_KEY]
+    assert entry["file"] == f"encoder/{weights_hash(embedder.local_dir())}-int8.onnx"
+    stored = np.load(bundled_index_dir / "embeddings.npy")
+    serving = assistant.embedder
+    assert isinstance(serving.model, LocalEncoder) and serving.export == bundled_index_dir / entry["file"]
+    records = assistant.records
+    rows = list(range(0, len(records), 40))
+    again = serving.encode_records([records[i] for i in rows])
+    # int8 activations are scaled per batch, so a vector moves a little with its batch companions
+    # (cosine >= 0.99), but each record's vector is still nearest its own stored row.
+    assert np.min(np.sum(stored[rows] * again, axis=1)) >= 0.99
+    assert list(np.argmax(again @ stored.T, axis=1)) == rows
+
+
 @pytest.mark.slow
 def test_a_cold_ask_never_imports_torch_nor_the_front_ends(assistant, bundled_index_dir, tmp_path):
     # A private copy, its snapshot made here first: the shared test index may be rewritten at any time by a
@@ -72,7 +91,7 @@ def test_a_cold_ask_never_imports_torch_nor_the_front_ends(assistant, bundled_in
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert "torch model" not in result.stderr  # no fallback line: the export was used
+    assert "export stored with the index" not in result.stderr  # no fallback line: the export was used
     report = json.loads(result.stdout)
     assert report["code"] == 0 and report["answer"]["hits"][0]["recordId"] == "c6aeeba10bb30da8"
     loaded = {name.split(".")[0] for name in report["modules"]}
@@ -82,7 +101,7 @@ def test_a_cold_ask_never_imports_torch_nor_the_front_ends(assistant, bundled_in
 
 @pytest.mark.slow
 @pytest.mark.parametrize("damage", ["missing", "garbage"])
-def test_a_missing_or_broken_export_falls_back_to_the_torch_model_with_one_log_line(
+def test_a_missing_or_broken_export_falls_back_to_the_cached_one_with_one_log_line(
     assistant, bundled_index_dir, tmp_path, caplog, damage
 ):
     index_dir = tmp_path / "index"
@@ -95,10 +114,11 @@ def test_a_missing_or_broken_export_falls_back_to_the_torch_model_with_one_log_l
     settings = Settings.load(env={}, index_dir=index_dir)
     with caplog.at_level(logging.WARNING, logger="assistant"):
         fallback = Assistant(settings)
-    lines = [r for r in caplog.records if "torch model" in r.getMessage()]
+        assert fallback.search(PASTE, k=1)[0].record.id == "c6aeeba10bb30da8"
+    lines = [r for r in caplog.records if "export" in r.getMessage()]
     assert len(lines) == 1, [r.getMessage() for r in caplog.records]
-    assert not isinstance(fallback.embedder.model, LocalEncoder)  # the SentenceTransformer
-    assert fallback.search(PASTE, k=1)[0].record.id == "c6aeeba10bb30da8"
+    assert "user's cache" in lines[0].getMessage()
+    assert isinstance(fallback.embedder.model, LocalEncoder) and fallback.embedder.model.path != export
 
 
 def test_an_index_built_before_exports_gets_one_without_re_embedding(embedder, small_kb, tmp_path):
@@ -114,9 +134,9 @@ def test_an_index_built_before_exports_gets_one_without_re_embedding(embedder, s
     assert not open_index(records, embedder, index_dir)[1].rebuilt
 
 
-def test_runtimes_without_a_float_twin_store_no_export(small_kb, tmp_path, onnx_cache):
-    """The int8 runtimes' vectors are their own: their queries go through their own model, not an export."""
-    quick = Embedder("bundled:all-MiniLM-L6-v2-onnx-int8", cache_dir=onnx_cache)
+def test_runtimes_without_a_file_of_their_own_store_no_export(small_kb, tmp_path):
+    """torch's int8 quantization happens at load, in torch: there is no ONNX file its queries could use."""
+    quick = Embedder(TORCH_EMBEDDER + "-int8")
     open_index(load_records(small_kb), quick, tmp_path / "index")
     assert _manifest(tmp_path / "index")[MANIFEST_KEY] is None
     assert not (tmp_path / "index" / "encoder").exists()

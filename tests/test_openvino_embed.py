@@ -12,12 +12,12 @@ from assistant.embedding.embedder import Embedder, record_text
 from assistant.embedding.openvino import OpenVinoEncoder, calibration_texts
 from assistant.errors import EmbedderError
 from assistant.index import open_index
-from assistant.settings import BUNDLED_KB_DIR, DEFAULT_EMBEDDER
+from assistant.settings import BUNDLED_KB_DIR, TORCH_EMBEDDER
 from tests.vectors import assert_close_to_the_float_model, assert_index_agrees_with_the_float_model
 
 pytestmark = pytest.mark.slow  # ONNX/OpenVINO exports, a browser, Milvus or whole-dev-set runs
 
-FAST = DEFAULT_EMBEDDER + "-openvino-int8"
+FAST = TORCH_EMBEDDER + "-openvino-int8"
 
 
 @pytest.fixture(scope="module")
@@ -31,13 +31,13 @@ def fast(onnx_cache) -> Embedder:
     return Embedder(FAST, cache_dir=onnx_cache)
 
 
-def test_the_openvino_embedder_stays_close_to_the_float_model(embedder, fast, onnx_cache, texts):
+def test_the_openvino_embedder_stays_close_to_the_float_model(float_embedder, fast, onnx_cache, texts):
     assert (
         fast.runtime == "openvino-int8"
         and fast.quantized
-        and fast.model_id not in {embedder.model_id, DEFAULT_EMBEDDER + "-onnx-int8"}
+        and fast.model_id not in {float_embedder.model_id, TORCH_EMBEDDER + "-onnx-int8"}
     )
-    assert_close_to_the_float_model(embedder.encode(texts), fast.encode(texts))
+    assert_close_to_the_float_model(float_embedder.encode(texts), fast.encode(texts))
     # Made once from the float export and kept: the two OpenVINO files beside it, no leftovers.
     names = sorted(p.name.split("-", 1)[1] for p in onnx_cache.iterdir() if not p.name.endswith("int8.onnx"))
     assert names == ["float.onnx", "ov-int8-c1.bin", "ov-int8-c1.xml"]
@@ -95,12 +95,14 @@ def test_threads_can_share_one_openvino_embedder(fast, texts):
     assert len(results) == 4 and all(np.allclose(v, expected, atol=2e-3) for v in results.values())
 
 
-def test_an_openvino_index_is_built_and_searched_and_the_model_reused(embedder, fast, small_kb, tmp_path, onnx_cache):
+def test_an_openvino_index_is_built_and_searched_and_the_model_reused(
+    float_embedder, fast, small_kb, tmp_path, onnx_cache
+):
     records = load_records(small_kb)
     made = {p: p.stat().st_mtime_ns for p in onnx_cache.iterdir()}
     index, report = open_index(records, fast, tmp_path / "index")
     assert report.rebuilt and report.embedded == len(records)
-    assert_index_agrees_with_the_float_model(index, fast, embedder, records)
+    assert_index_agrees_with_the_float_model(index, fast, float_embedder, records)
     # A second encoder (as in a new process) finds the calibrated model on disk and makes nothing.
     again = OpenVinoEncoder(fast.model.model_dir, cache_dir=onnx_cache)
     assert again.path == fast.model.path

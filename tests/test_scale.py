@@ -85,54 +85,54 @@ def test_past_the_exact_limit_an_ivf_index_keeps_recall_and_is_memory_mapped(ass
     assert assistant.search("Agent interrupted.")[0].record.id == "c6aeeba10bb30da8"
 
 
-def test_an_interrupted_build_resumes_without_re_embedding(tmp_path, embedder):
+def test_an_interrupted_build_resumes_without_re_embedding(tmp_path, float_embedder):
     kb = tmp_path / "kb"
     kb.mkdir()
     shutil.copy(BUNDLED_KB_DIR / "huggingface__peft.jsonl", kb)
     records = load_records(kb)
     index_dir = tmp_path / "index"
 
-    stopping = InterruptedEmbedder(embedder, batches=2)
+    stopping = InterruptedEmbedder(float_embedder, batches=2)
     with pytest.raises(KeyboardInterrupt):
         open_index(records, stopping, index_dir, chunk_records=8)
     assert stopping.encoded == 16
     assert not (index_dir / MANIFEST_NAME).exists()
     assert len((index_dir / PARTIAL_DIR / "keys.txt").read_text().splitlines()) == 16
 
-    resuming = InterruptedEmbedder(embedder)
+    resuming = InterruptedEmbedder(float_embedder)
     index, report = open_index(records, resuming, index_dir, chunk_records=8)
     assert report.rebuilt and resuming.encoded == len(records) - 16 == report.embedded
     assert not (index_dir / PARTIAL_DIR).exists()
     stored = np.load(index_dir / EMBEDDINGS_NAME)
-    assert np.allclose(stored, embedder.encode_records(records), atol=1e-5)
+    assert np.allclose(stored, float_embedder.encode_records(records), atol=1e-5)
     assert index.search(stored[5], 1)[1][0, 0] == 5
 
 
-def test_a_half_written_batch_is_dropped_on_resume(tmp_path, embedder):
+def test_a_half_written_batch_is_dropped_on_resume(tmp_path, float_embedder):
     kb = tmp_path / "kb"
     kb.mkdir()
     shutil.copy(BUNDLED_KB_DIR / "huggingface__peft.jsonl", kb)
     records = load_records(kb)[:20]
     index_dir = tmp_path / "index"
     with pytest.raises(KeyboardInterrupt):
-        open_index(records, InterruptedEmbedder(embedder, batches=1), index_dir, chunk_records=8)
+        open_index(records, InterruptedEmbedder(float_embedder, batches=1), index_dir, chunk_records=8)
     partial = index_dir / PARTIAL_DIR
     with open(partial / "vectors.f32", "ab") as handle:  # a crash after writing rows, before their keys
         handle.write(np.ones((3, 384), dtype=np.float32).tobytes())
     with open(partial / "keys.txt", "a") as handle:  # and a key cut off mid-line
         handle.write("abc")
 
-    resuming = InterruptedEmbedder(embedder)
+    resuming = InterruptedEmbedder(float_embedder)
     open_index(records, resuming, index_dir, chunk_records=8)
     assert resuming.encoded == 12
-    assert np.allclose(np.load(index_dir / EMBEDDINGS_NAME), embedder.encode_records(records), atol=1e-5)
+    assert np.allclose(np.load(index_dir / EMBEDDINGS_NAME), float_embedder.encode_records(records), atol=1e-5)
 
 
-def test_the_int8_embedder_stays_close_to_the_float_model_and_has_its_own_index_id(embedder, small_kb):
+def test_the_int8_embedder_stays_close_to_the_float_model_and_has_its_own_index_id(float_embedder, small_kb):
     records = load_records(small_kb)
     fast = Embedder("bundled:all-MiniLM-L6-v2-int8")
-    assert fast.model_id != embedder.model_id  # an index built with one is never served with the other
-    exact = embedder.encode_records(records[:12])
+    assert fast.model_id != float_embedder.model_id  # an index built with one is never served with the other
+    exact = float_embedder.encode_records(records[:12])
     quick = fast.encode_records(records[:12])
     assert quick.dtype == np.float32 and np.allclose(np.linalg.norm(quick, axis=1), 1, atol=1e-4)
     assert np.mean(np.sum(exact * quick, axis=1)) > 0.95
@@ -142,7 +142,7 @@ def test_the_int8_embedder_stays_close_to_the_float_model_and_has_its_own_index_
     assert records[int(np.argmax(fast.encode_records(records) @ query[0]))].id == "c6aeeba10bb30da8"
 
 
-def test_records_that_embed_the_same_text_each_get_the_right_vector(tmp_path, embedder):
+def test_records_that_embed_the_same_text_each_get_the_right_vector(tmp_path, float_embedder):
     kb = tmp_path / "kb"
     kb.mkdir()
     rows = read_lines(BUNDLED_KB_DIR / "huggingface__peft.jsonl")[:10]
@@ -151,6 +151,6 @@ def test_records_that_embed_the_same_text_each_get_the_right_vector(tmp_path, em
     rows.insert(5, twin)  # same embedded text as rows[2], a batch apart
     (kb / "peft.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     records = load_records(kb)
-    open_index(records, InterruptedEmbedder(embedder), tmp_path / "index", chunk_records=4)
+    open_index(records, InterruptedEmbedder(float_embedder), tmp_path / "index", chunk_records=4)
     stored = np.load(tmp_path / "index" / EMBEDDINGS_NAME)
-    assert np.allclose(stored, embedder.encode_records(records), atol=1e-5)
+    assert np.allclose(stored, float_embedder.encode_records(records), atol=1e-5)

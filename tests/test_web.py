@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -190,6 +191,7 @@ def test_python_app_py_serves_on_the_configured_port(assistant, bundled_index_di
         stderr=subprocess.STDOUT,
         text=True,
     )
+    starting_pages = []
     try:
         deadline = time.monotonic() + 180
         while True:
@@ -199,8 +201,11 @@ def test_python_app_py_serves_on_the_configured_port(assistant, bundled_index_di
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/config", timeout=2) as reply:
                     assert reply.status == 200
                     break
+            except urllib.error.HTTPError as exc:  # the starting page, while gradio loads (seconds)
+                starting_pages.append((exc.code, exc.headers.get("Retry-After"), exc.read().decode()))
+                time.sleep(0.2)
             except OSError:
-                time.sleep(0.5)
+                time.sleep(0.2)
         client = Client(f"http://127.0.0.1:{port}/", analytics_enabled=False, verbose=False, download_files=False)
         text, citations = client.predict("KeyError: 'OPENAI_API_KEY'", api_name="/ask")
         assert text and all(c["recordId"] and c["repo"] for c in citations)
@@ -209,6 +214,9 @@ def test_python_app_py_serves_on_the_configured_port(assistant, bundled_index_di
         output = server.communicate(timeout=30)[0]
     assert f"serving on http://127.0.0.1:{port}" in output
     assert "index up to date" in output
+    # The port answered before the chat could: a page that says errata is starting and reloads itself.
+    assert starting_pages and all(code == 503 and retry == "1" for code, retry, _ in starting_pages)
+    assert "errata is starting" in starting_pages[0][2] and 'http-equiv="refresh"' in starting_pages[0][2]
 
 
 def test_llm_pieces_reach_the_chat_as_they_arrive_and_the_model_menu_can_pick_offline(assistant, tmp_path, monkeypatch):

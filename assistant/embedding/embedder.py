@@ -65,17 +65,26 @@ class Embedder:
         self._model = None
 
     def with_export(self, export: Path) -> Embedder:
-        """The same model (same ``model_id``, same vectors) encoding through ``export``, the float ONNX
-        export of its weights, so torch is never imported; if that file cannot be run, the torch model
-        with one warning. Only for the float torch model (see ``exports_to_onnx``)."""
+        """The same model (same ``model_id``, same vectors) encoding through ``export``, the ONNX file of its
+        weights stored with an index, so torch is never imported; if that file cannot be run, the model
+        as its runtime would make it, with one warning. Only where ``stores_export`` holds."""
         return Embedder(
             self.model_name, batch_size=self.batch_size, device=self.device, cache_dir=self.cache_dir, export=export
         )
 
     @property
-    def exports_to_onnx(self) -> bool:
-        """The float torch model on the CPU: its float ONNX export gives its vectors (cosine >= 0.9999)."""
-        return self.runtime == "torch" and (self.device or "cpu") == "cpu"
+    def stores_export(self) -> bool:
+        """The runtimes whose queries an ONNX file stored with the index can encode with their own vectors:
+        the float torch model on the CPU (its float export: cosine >= 0.9999), ``-onnx`` (that export) and
+        ``-onnx-int8`` (its int8 file, the very one records were embedded with)."""
+        return self.runtime in ("torch", "onnx", "onnx-int8") and (self.device or "cpu") == "cpu"
+
+    @property
+    def fallback(self) -> str:
+        """What encodes queries when the export stored with an index cannot (for the one log line)."""
+        if self.runtime == "torch":
+            return "the torch model"
+        return "the export in the user's cache (made again from the model if it is not there)"
 
     def local_dir(self) -> Path | None:
         """The model's folder when it is one on disk (the bundled model is), else ``None``."""
@@ -131,13 +140,13 @@ class Embedder:
 
     def _load(self):
         name = self._resolve()
-        if self.export is not None and self.exports_to_onnx:
+        if self.export is not None and self.stores_export:
             try:
                 from .onnx import OnnxEncoder
 
-                return OnnxEncoder(Path(name), int8=False, path=self.export)
+                return OnnxEncoder(Path(name), int8=self.runtime == "onnx-int8", path=self.export)
             except Exception as exc:  # a broken file, a missing runtime: onnxruntime raises many types
-                logger.warning("cannot run the ONNX export %s (%s); encoding with the torch model", self.export, exc)
+                logger.warning("cannot run the ONNX export %s (%s); encoding with %s", self.export, exc, self.fallback)
         if self.runs_outside_torch:
             suffix = "-" + self.runtime
             if (self.device or "cpu") != "cpu":

@@ -298,7 +298,7 @@ def _kb(args: argparse.Namespace, settings: Settings) -> int:
 
 @command("serve")
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
-    from .web import serve
+    from .web_serve import serve
 
     serve(settings)
     return 0

@@ -2,7 +2,7 @@
 
 This module only turns clicks into calls of :class:`~assistant.api.Assistant` and its
 :class:`~assistant.answer.Answer` into chat messages and source cards; retrieval and drafting live elsewhere.
-``python app.py`` (or ``errata serve``) calls :func:`serve`.
+``python app.py`` (or ``errata serve``) starts it through :func:`~assistant.frontends.web_serve.serve`.
 """
 
 from __future__ import annotations
@@ -20,11 +20,10 @@ import gradio as gr  # noqa: E402
 
 from ..answer import Answer  # noqa: E402
 from ..api import OFFLINE as API_OFFLINE  # noqa: E402
-from ..api import Assistant, configure_serving_threads  # noqa: E402
+from ..api import Assistant  # noqa: E402
 from ..errors import ConfigurationError, ErrataError  # noqa: E402
 from ..feedback import FeedbackError, FeedbackStore  # noqa: E402
 from ..settings import Settings  # noqa: E402
-from .ports import check_port_free  # noqa: E402
 from .web_render import MAX_SOURCES, answer_markdown, citations_json, sources_html, user_markdown  # noqa: E402
 
 logger = logging.getLogger(__name__)
@@ -311,16 +310,3 @@ def launch(demo: gr.Blocks, settings: Settings, *, block: bool = True, quiet: bo
             "or ERRATA_PORT/ERRATA_HOST"
         ) from exc
     return local_url
-
-
-def serve(settings: Settings) -> None:
-    """Build or load the index (with a progress bar), then serve the chat until interrupted."""
-    check_port_free(settings.host, settings.port)  # before seconds of loading (ports.py)
-    print(f"errata: loading the knowledge base and the index in {settings.index_dir} …", flush=True)
-    configure_serving_threads(settings)
-    assistant = Assistant(settings, show_progress=True)
-    print(f"errata: {assistant.build_report.summary()}", flush=True)
-    demo = build_app(assistant)
-    url = launch(demo, settings, block=False, quiet=True)
-    print(f"errata: serving on {url} (Ctrl+C stops)", flush=True)
-    demo.block_thread()

@@ -1,0 +1,81 @@
+"""A page that answers on the chat's port while the chat itself loads.
+
+Why: importing gradio alone takes ~4 s on a 2-core machine, and a first build of the index tens of
+seconds. A browser opened at once would meet "connection refused"; this page answers at once instead
+(HTTP 503 with ``Retry-After``, so no client mistakes it for the chat), says what errata is doing, and
+reloads itself until the chat takes the port over.
+"""
+
+from __future__ import annotations
+
+import html
+import socket
+import struct
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from ..errors import ConfigurationError
+
+PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="1">
+<meta name="viewport" content="width=device-width, initial-scale=1"><title>errata is starting</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:36rem;margin:4rem auto;padding:0 1rem;color:#222}}
+</style></head><body><h1>errata is starting…</h1><p>{status}</p>
+<p>This page reloads itself; the chat appears here when it is ready.</p></body></html>
+"""
+
+
+class StartingPage:
+    """Serves :data:`PAGE` on ``host:port`` from a daemon thread until :meth:`close`.
+
+    ``status`` (what errata is doing now) may be changed at any time; each reload shows the latest.
+    """
+
+    def __init__(self, host: str, port: int, status: str = "Loading the knowledge base…"):
+        self.status = status
+        page = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+                body = PAGE.format(status=html.escape(page.status)).encode()
+                self.send_response(503)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Retry-After", "1")
+                self.send_header("Cache-Control", "no-store")
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_HEAD = do_GET  # noqa: N815
+
+            def finish(self) -> None:
+                super().finish()
+                # Reset rather than linger: no TIME_WAIT left on the port the chat binds next.
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+            def log_message(self, format: str, *args) -> None:  # noqa: A002 - the signature http.server calls
+                pass  # the console shows errata's own progress, not a line per reload
+
+        try:
+            self._server = ThreadingHTTPServer((host, port), Handler)
+        except OSError as exc:
+            raise ConfigurationError(
+                f"cannot serve on {host}:{port} ({exc}); choose another with --port/--host or ERRATA_PORT/ERRATA_HOST"
+            ) from exc
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="errata-starting-page", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stops answering and frees the port (idempotent)."""
+        if self._thread.is_alive():
+            self._server.shutdown()
+            self._thread.join()
+        self._server.server_close()
+
+    def __enter__(self) -> StartingPage:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()

@@ -1,0 +1,47 @@
+"""The page that answers on the chat's port while it loads: real HTTP on a real socket."""
+
+from __future__ import annotations
+
+import socket
+import urllib.error
+import urllib.request
+
+import pytest
+
+from assistant.errors import ConfigurationError
+from assistant.frontends.starting_page import StartingPage
+
+
+def free_port() -> int:
+    with socket.socket() as probe:  # not tests/web_server.py's: that module imports gradio (seconds)
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _get(url: str) -> urllib.error.HTTPError:
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(url, timeout=5)
+    return caught.value
+
+
+def test_it_answers_503_with_the_latest_status_and_frees_the_port_when_closed():
+    port = free_port()
+    with StartingPage("127.0.0.1", port, status="Loading <the> index") as page:
+        first = _get(f"http://127.0.0.1:{port}/")
+        assert first.code == 503 and first.headers["Retry-After"] == "1"
+        body = first.read().decode()
+        assert "errata is starting" in body and "Loading &lt;the&gt; index" in body  # escaped, not markup
+        page.status = "Starting the chat"
+        assert "Starting the chat" in _get(f"http://127.0.0.1:{port}/config").read().decode()  # any path
+    # Closed: the port binds at once, even without SO_REUSEADDR (no connection lingers in TIME_WAIT).
+    with socket.socket() as after:
+        after.bind(("127.0.0.1", port))
+    page.close()  # a second close is harmless
+
+
+def test_a_taken_port_is_a_configuration_error_naming_the_setting():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(ConfigurationError, match="ERRATA_PORT"):
+            StartingPage("127.0.0.1", taken.getsockname()[1])
