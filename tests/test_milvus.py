@@ -23,7 +23,8 @@ LIBRARIES = ("huggingface__smolagents", "ollama__ollama-python", "huggingface__p
 
 
 class CountingEmbedder:
-    """The real embedder, counting how many records it was asked to encode."""
+    """The real embedder (the float model: int8 vectors move a little with their batch, and these tests
+    compare stores, not runtimes), counting how many records it was asked to encode."""
 
     def __init__(self, real):
         self.real = real
@@ -51,18 +52,18 @@ def kb(tmp_path):
     return folder
 
 
-def test_milvus_gives_the_same_top_hits_as_faiss_and_updates_incrementally(kb, tmp_path, embedder):
+def test_milvus_gives_the_same_top_hits_as_faiss_and_updates_incrementally(kb, tmp_path, float_embedder):
     records = load_records(kb)
-    counting = CountingEmbedder(embedder)
+    counting = CountingEmbedder(float_embedder)
     uri = str(tmp_path / "store.db")
     milvus, report = open_milvus_index(records, counting, uri, chunk_records=16)
     assert report.rebuilt and report.embedded == len(records) == counting.encoded
-    faiss_index, _ = open_index(records, embedder, tmp_path / "faiss")
+    faiss_index, _ = open_index(records, float_embedder, tmp_path / "faiss")
 
     libraries = {name.split("__")[1] for name in LIBRARIES}
     queries = [row["query"] for row in read_lines(DEV_SET) if row["id"].rsplit("-q", 1)[0] in libraries]
     assert len(queries) >= 30
-    vectors = embedder.encode(queries)
+    vectors = float_embedder.encode(queries)
     m_scores, m_rows = milvus.search(vectors, 5)
     f_scores, f_rows = faiss_index.search(vectors, 5)
     assert (m_rows[:, 0] == f_rows[:, 0]).all()
@@ -84,26 +85,26 @@ def test_milvus_gives_the_same_top_hits_as_faiss_and_updates_incrementally(kb, t
     assert removed not in milvus.record_ids and len(milvus) == len(records)
     changed = next(r for r in records if r.id == rows[0]["record"]["id"])
     stored = milvus.client.get(milvus.collection, ids=[changed.id], output_fields=["vector", "text_hash"])
-    assert np.allclose(stored[0]["vector"], embedder.encode_records([changed])[0], atol=1e-5)
-    _, found = milvus.search(embedder.encode_records([changed]), 1)
+    assert np.allclose(stored[0]["vector"], float_embedder.encode_records([changed])[0], atol=1e-5)
+    _, found = milvus.search(float_embedder.encode_records([changed]), 1)
     assert milvus.record_ids[found[0, 0]] == changed.id
     stored = milvus.client.query(milvus.collection, filter=f'id == "{removed}"', output_fields=["id"])
     assert list(stored) == []
 
 
-def test_the_store_setting_puts_the_assistant_on_milvus(kb, tmp_path, embedder):
+def test_the_store_setting_puts_the_assistant_on_milvus(kb, tmp_path, float_embedder):
     uri = str(tmp_path / "assistant.db")
     settings = Settings.load(env={"ERRATA_STORE": f"milvus:{uri}"}, kb=[kb], index_dir=tmp_path / "unused")
-    first = Assistant(settings, embedder=embedder)
+    first = Assistant(settings, float_embedder=float_embedder)
     assert first.vector_index.manifest["index_type"] == "milvus" and first.build_report.rebuilt
     assert not (tmp_path / "unused" / "manifest.json").exists()
-    second = Assistant(settings, embedder=embedder)  # a second replica on the same store
+    second = Assistant(settings, float_embedder=float_embedder)  # a second replica on the same store
     assert not second.build_report.rebuilt
     assert second.search("Agent interrupted.")[0].record.id == "c6aeeba10bb30da8"
     assert json.loads(json.dumps(second.vector_index.manifest))["uri"] == uri
 
 
-def test_an_unknown_store_says_what_to_set(kb, tmp_path, embedder):
+def test_an_unknown_store_says_what_to_set(kb, tmp_path, float_embedder):
     settings = Settings.load(env={"ERRATA_STORE": "redis://localhost"}, kb=[kb], index_dir=tmp_path / "i")
     with pytest.raises(ConfigurationError, match="milvus:<uri>"):
-        Assistant(settings, embedder=embedder)
+        Assistant(settings, float_embedder=float_embedder)
