@@ -128,3 +128,45 @@ def test_source_cards_show_inline_code_as_code(assistant):
     panel = sources_html(answer)
     steps = panel[panel.index("<ol>") : panel.index("</ol>")]
     assert "`" not in steps
+
+
+def _ingested_generic_record(template: dict) -> dict:
+    """An ``errata ingest`` record of a generic template (three literal words), raised in ollama."""
+    record = dict(template)
+    record.update(
+        id="0123456789abcdef",
+        slug="ingested-generic-attribute",
+        errorClass="AttributeError",
+        errorMessage="'{type}' object has no attribute '{name}'",
+        messagePattern="'.+?' object has no attribute '.+?'",
+        filePath="ollama/_types.py",
+        lineNumber=40,
+        documentation="Raised by __getattr__ of SubscriptableBaseModel.",
+        tags=["ollama", "ingested"],
+    )
+    return record
+
+
+def test_an_ingested_generic_template_answers_only_where_its_library_is_in_play(small_kb, tmp_path, embedder):
+    from assistant import Assistant, Settings
+
+    path = small_kb / "ollama__ollama-python.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    generic = _ingested_generic_record(lines[0]["record"])
+    lines.append({"record": generic, "datasetVersion": lines[0].get("datasetVersion")})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    settings = Settings.load(env={}, kb=[small_kb], index_dir=tmp_path / "index")
+    assistant = Assistant(settings, embedder=embedder)
+    assert generic["id"] in {r.id for r in assistant.records}
+
+    bare = assistant.search("AttributeError: 'Config' object has no attribute 'tokenizer'", k=3)
+    assert generic["id"] not in [hit.record.id for hit in bare]  # no library in play: not an answer
+    in_ollama = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/me/chat.py", line 4, in <module>\n'
+        "    print(reply.messages)\n"
+        '  File "/usr/lib/python3.12/site-packages/ollama/_types.py", line 40, in __getattr__\n'
+        "    raise AttributeError(...)\n"
+        "AttributeError: 'ChatResponse' object has no attribute 'messages'\n"
+    )
+    assert assistant.search(in_ollama, k=1)[0].record.id == generic["id"]

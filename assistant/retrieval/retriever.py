@@ -304,6 +304,19 @@ class Retriever:
         return pattern is not None and self.matcher.search(pattern, text)
 
     def _not_in_play(self, query: Query, found: Found) -> tuple[np.ndarray, bool]:
+        """Records that cannot answer this error (see :meth:`_pythons_not_in_play`), and ingested generic
+        templates of libraries not in play: as ascending positions, and whether given as all *but* those."""
+        penalized, all_but = self._pythons_not_in_play(query, found)
+        generic = self.signals.generic_ingested
+        if not len(generic):
+            return penalized, all_but
+        if found.known is not None:
+            generic = np.setdiff1d(generic, found.known, assume_unique=True)
+        if all_but:
+            return np.setdiff1d(penalized, generic, assume_unique=True), True
+        return np.union1d(penalized, generic), False
+
+    def _pythons_not_in_play(self, query: Query, found: Found) -> tuple[np.ndarray, bool]:
         """The records that cannot answer this error, as ascending positions and whether they are given as
         every record *but* those (so no array of every record is made per query in a large knowledge base):
         for a Python error with no library seen or named, every library's record when the traceback ends in

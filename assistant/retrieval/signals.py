@@ -21,7 +21,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..query import normalize_library
-from ..records import Record
+from ..records import INGESTED_TAG, Record
 from ..storage.diskarray import DiskArray
 from ..storage.postings import Postings, PostingsBuilder
 from .bm25_files import STOPWORDS_EN, SavedBM25, tokenize
@@ -30,9 +30,14 @@ from .patterns import PatternIndex
 if TYPE_CHECKING:
     import bm25s
 
-FORMAT = 1
+FORMAT = 2  # 2: generic_ingested
 # Only this much of a message is read for its literal words (the Retriever reads queries the same way).
 MESSAGE_CHARS = 2_000
+# An ingested record whose message has at most this many literal words is a generic template ("'{type}'
+# object has no attribute '{name}'", "cannot import name '{name}'"): with thousands of them from many
+# packages, one answers only where its library is in play (retriever._not_in_play). Curated records are
+# not held to it.
+GENERIC_WORDS = 3
 
 _PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}")
 _QUOTED_RE = re.compile(r"'[^'\n]{0,80}'|\"[^\"\n]{0,80}\"")
@@ -270,6 +275,7 @@ class SignalIndex:
         library_names: dict[str, frozenset[str]],
         pattern_index: PatternIndex,
         message_words: Postings,
+        generic_ingested: np.ndarray,
         bm25_message: bm25s.BM25 | SavedBM25,
         bm25_all: bm25s.BM25 | SavedBM25,
     ):
@@ -283,6 +289,7 @@ class SignalIndex:
         self.library_names = library_names
         self.pattern_index = pattern_index
         self.message_words = message_words
+        self.generic_ingested = generic_ingested  # ascending positions (see is_generic_ingested)
         self.bm25_message = bm25_message
         self.bm25_all = bm25_all
         self.message_columns = WordColumns(bm25_message)
@@ -302,6 +309,7 @@ class SignalIndex:
         patterns: dict[str, int] = {}
         record_patterns = array("i")
         classes, files, repos, words = (PostingsBuilder() for _ in range(4))
+        generic = array("q")
         message_tokens = TokenCorpus()
         all_tokens = TokenCorpus()
         libraries = LibraryCounts()
@@ -313,7 +321,10 @@ class SignalIndex:
             repos.add((r.repo,))
             message_tokens.add(message_text(r))
             all_tokens.add(all_text(r))
-            words.add(message_words(r.error_message))
+            literal = message_words(r.error_message)
+            words.add(literal)
+            if len(literal) <= GENERIC_WORDS and INGESTED_TAG in r.tags:
+                generic.append(len(ids) - 1)
             libraries.add(r)
         bm25_message = bm25s.BM25()
         bm25_message.index(message_tokens, show_progress=False)
@@ -332,6 +343,7 @@ class SignalIndex:
             library_names=libraries.names(),
             pattern_index=PatternIndex.build(patterns),
             message_words=words.build(),
+            generic_ingested=np.frombuffer(generic, dtype=np.int64).copy(),
             bm25_message=bm25_message,
             bm25_all=bm25_all,
         )
@@ -340,6 +352,7 @@ class SignalIndex:
         """Into ``folder`` (which must exist and be empty)."""
         np.save(folder / "ids.npy", self.ids)
         np.save(folder / "literals.npy", self.literals)
+        np.save(folder / "generic_ingested.npy", self.generic_ingested)
         self.patterns.save(folder, "patterns")
         for name in ("pattern_records", "classes", "files", "repos", "message_words"):
             getattr(self, name).save(folder, name)
@@ -368,6 +381,7 @@ class SignalIndex:
             library_names={repo: frozenset(ns) for repo, ns in names.items()},
             pattern_index=PatternIndex.load(folder),
             message_words=Postings.load(folder, "message_words"),
+            generic_ingested=np.load(folder / "generic_ingested.npy"),
             # Read without bm25s (and the scipy it imports): serving needs only the matrix and vocabulary.
             bm25_message=SavedBM25.load(folder / "bm25_message"),
             bm25_all=SavedBM25.load(folder / "bm25_all"),
