@@ -85,6 +85,11 @@ class Frame:
         path = self.file.replace("\\", "/")
         return bool(_SITE_PACKAGES_RE.search(path) or _STDLIB_PATH_RE.search(path) or path.startswith("<frozen"))
 
+    @property
+    def in_installed_package(self) -> bool:
+        """An installed package's code (site-packages), not Python's own lib folder nor the user's."""
+        return bool(_SITE_PACKAGES_RE.search(self.file.replace("\\", "/")))
+
 
 @dataclass(frozen=True)
 class Query:

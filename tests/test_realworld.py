@@ -170,3 +170,20 @@ def test_an_ingested_generic_template_answers_only_where_its_library_is_in_play(
         "AttributeError: 'ChatResponse' object has no attribute 'messages'\n"
     )
     assert assistant.search(in_ollama, k=1)[0].record.id == generic["id"]
+
+
+def test_a_builtin_class_a_package_raises_itself_is_not_answered_by_pythons_record(assistant):
+    """``raise KeyError("...")`` on the innermost line, in site-packages: the package's error, not Python's."""
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/me/app.py", line 9, in <module>\n'
+        '    result = client.predict("hi", api_name="/chat")\n'
+        '  File "/usr/lib/python3.11/site-packages/gradio_client/compatibility.py", line 122, in _predict\n'
+        "    raise KeyError(\n"
+        "KeyError: \"Could not find 'data' key in response. Response received: {'detail': 'Not Found'}\"\n"
+    )
+    hits = assistant.search(paste, k=5)
+    assert all(hit.record.repo != PYTHON for hit in hits)
+    # The same class from a lookup inside the package (no constructed raise) may still be Python's.
+    lookup = paste.replace("    raise KeyError(\n", "    return payload['data']\n")
+    assert any(hit.record.repo == PYTHON for hit in assistant.search(lookup, k=5))

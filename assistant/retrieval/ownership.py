@@ -42,6 +42,21 @@ def raised_in_own_code(query: Query) -> bool:
     return bool(query.frames) and not query.frames[-1].in_library
 
 
+# ``raise KeyError(...)``: an exception constructed on the line (a bare ``raise`` or ``raise exc`` re-raises
+# one that may be Python's own).
+_CONSTRUCTED_RAISE_RE = re.compile(r"^raise\s+[\w.]+\(")
+
+
+def raised_by_a_package(query: Query) -> bool:
+    """The innermost frame is an installed package's and its line constructs the exception: the package
+    raised a built-in class with a message of its own (``raise KeyError("Could not find 'data' key ...")``
+    in gradio_client), which Python's records, about what Python itself raises, do not describe."""
+    if not query.frames:
+        return False
+    last = query.frames[-1]
+    return bool(last.in_installed_package and last.code and _CONSTRUCTED_RAISE_RE.match(last.code.strip()))
+
+
 def python_wording_twins(
     records: Sequence[Record],
     positions: np.ndarray,

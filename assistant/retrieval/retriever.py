@@ -55,7 +55,7 @@ from .candidates import (
 from .confidence import SHORT_QUERY_CONFIDENCE, confidence_features, sigmoid, too_short_to_tell
 from .features import Found, Scored, bm25_sum, why
 from .matching import PATTERN_MESSAGE_CHARS, PATTERN_TEXT_CHARS, PatternMatcher, compile_pattern
-from .ownership import PYTHON_REPO, is_pythons_class, python_wording_twins, raised_in_own_code
+from .ownership import PYTHON_REPO, is_pythons_class, python_wording_twins, raised_by_a_package, raised_in_own_code
 from .pattern_owners import pattern_owners
 from .signals import SignalIndex, message_words, path_tail, tokenize
 from .weights import FittedWeights, load_weights
@@ -327,6 +327,8 @@ class Retriever:
             # A library's own exception (``httpx.ConnectTimeout: timed out``): Python's records of other
             # classes are not what raised it, however their generic patterns read.
             return self._python[self._python_class_of != query.exception_class], False
+        if raised_by_a_package(query):
+            return self._python, False
         if found.known is not None:
             return NONE, False
         cls = query.exception_class or ""
