@@ -187,3 +187,25 @@ def test_a_builtin_class_a_package_raises_itself_is_not_answered_by_pythons_reco
     # The same class from a lookup inside the package (no constructed raise) may still be Python's.
     lookup = paste.replace("    raise KeyError(\n", "    return payload['data']\n")
     assert any(hit.record.repo == PYTHON for hit in assistant.search(lookup, k=5))
+
+
+@pytest.mark.parametrize(
+    "os_frame",
+    [
+        '  File "/usr/lib/python3.12/os.py", line 714, in __getitem__\n',
+        '  File "C:\\\\Python311\\\\Lib\\\\os.py", line 679, in __getitem__\n',
+        '  File "/home/me/.venv/lib/python3.11/os.py", line 679, in __getitem__\n',
+    ],
+)
+def test_a_frame_in_pythons_own_module_finds_the_record_of_that_module(assistant, os_frame):
+    """Installed, ``.../python3.12/os.py``; in CPython's repository, ``Lib/os.py``: the same file."""
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/job/settings.py", line 3, in <module>\n'
+        '    API_KEY = os.environ["PAYMENTS_API_KEY"]\n'
+        f"{os_frame}"
+        "    raise KeyError(key) from None\n"
+        "KeyError: 'PAYMENTS_API_KEY'\n"
+    )
+    top = assistant.search(paste, k=1)[0].record
+    assert top.repo == PYTHON and top.file_path == "Lib/os.py"

@@ -30,7 +30,8 @@ from .patterns import PatternIndex
 if TYPE_CHECKING:
     import bm25s
 
-FORMAT = 2  # 2: generic_ingested
+FORMAT = 3  # 2: generic_ingested; 3: Python's modules' path tails
+_PYTHON_LIB_DIR_RE = re.compile(r"Lib|python\d+(?:\.\d+)*")
 # Only this much of a message is read for its literal words (the Retriever reads queries the same way).
 MESSAGE_CHARS = 2_000
 # An ingested record whose message has at most this many literal words is a generic template ("'{type}'
@@ -87,8 +88,12 @@ def message_words(message: str) -> frozenset[str]:
 
 
 def path_tail(path: str) -> str:
-    """The last two parts of a path: ``faiss/class_wrappers.py`` whether installed or in the repo."""
+    """The last two parts of a path: ``faiss/class_wrappers.py`` whether installed or in the repo. Python's
+    own top-level modules end the same way installed (``/usr/lib/python3.10/os.py``) and in CPython's
+    repository (``Lib/os.py``): ``Lib/os.py``."""
     parts = [p for p in re.split(r"[/\\]", path) if p]
+    if len(parts) >= 2 and _PYTHON_LIB_DIR_RE.fullmatch(parts[-2]):
+        return f"Lib/{parts[-1]}"
     return "/".join(parts[-2:])
 
 
