@@ -220,3 +220,36 @@ def test_ray_without_ray_says_what_to_install(tmp_path, capsys):
     argv = ["kb", "build-ecosystem", "--packages", str(packages), "-o", str(tmp_path / "kb"), "--ray", "auto"]
     assert main(argv) == 2
     assert "--ray needs the ray package: pip install 'errata[ray]'" in capsys.readouterr().err
+
+
+def _entry(line: int) -> dict:
+    record = {
+        "id": "0" * 16,
+        "repo": "toy/toylib",
+        "slug": "invalid-path",
+        "errorMessage": "Invalid path",
+        "messagePattern": "Invalid path",
+        "errorType": "exception",
+        "errorClass": "ValueError",
+        "filePath": "toylib/paths.py",
+        "lineNumber": line,
+        "documentation": "Raised by parse.",
+        "tags": ["ingested"],
+        "githubUrl": None,
+        "analyzedSha": "v1",
+    }
+    return {"record": record, "qualname": "parse"}
+
+
+def test_the_same_message_raised_many_times_in_one_function_gets_one_id_each():
+    """Two raises of one message in a function, then a third in the next release: three ids, none twice
+    (the ecosystem build gave qdrant-client's json_path_parser two records of one id)."""
+    from assistant.releases.merge import merge_scans
+
+    three = [
+        {"version": "1.0", "repo": "toy/toylib", "name": "toylib", "entries": [_entry(10), _entry(14)]},
+        {"version": "1.1", "repo": "toy/toylib", "name": "toylib", "entries": [_entry(10), _entry(14), _entry(18)]},
+    ]
+    ids = [r["id"] for r in merge_scans(three)]
+    assert len(ids) == 3 and len(set(ids)) == 3
+    assert ids == [r["id"] for r in merge_scans(three)]  # stable across runs

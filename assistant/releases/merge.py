@@ -100,14 +100,16 @@ def match_release(tracks: list[_Track], entries: list[dict[str, Any]], version: 
         used.add(entry_id)
         free.remove(track)
         _see(track, version, entry)
-    known = Counter(t.identity for t in tracks)
+    known = {t.identity for t in tracks}
     for entry in left:
         if id(entry) in used:
             continue
-        identity = repo.lower() + "|" + "|".join(_keys(entry))
-        known[identity] += 1
-        if known[identity] > 1:
-            identity += f"#{known[identity]}"  # the same message twice in one function
+        base = repo.lower() + "|" + "|".join(_keys(entry))
+        identity, n = base, 1
+        while identity in known:  # the same message twice in one function: #2, #3, ... (one id each)
+            n += 1
+            identity = f"{base}#{n}"
+        known.add(identity)
         track = _Track(identity)
         _see(track, version, entry)
         tracks.append(track)
