@@ -7,6 +7,7 @@ import hashlib
 import importlib
 import json
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -358,6 +359,10 @@ def test_cli_ingest_writes_a_loadable_knowledge_base(mypkg, tmp_path):
     assert report["records"] == 8 and report["skipped"] == 3 and report["files"] == 3
     records = load_records(out, strict=True)
     assert [r.error_class for r in records][:2] == ["ValueError", "ConfigError"]
+    # Written whole through a private temporary file, the result has the permissions of any new file.
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask
 
     result = run_cli("ingest", "--package", "mypkg_does_not_exist", "-o", out)
     assert result.returncode == 2

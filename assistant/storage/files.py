@@ -16,11 +16,23 @@ from .space import remove_stale_temporaries
 CHECKSUM_LIMIT = 256 * 1024 * 1024  # larger files are checked by size only
 
 
+def _default_mode() -> int:
+    """What ``open()`` would give a new file here: 0o666 less the process's umask (read once, at import,
+    since reading it means setting it)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+DEFAULT_MODE = _default_mode()
+
+
 @contextlib.contextmanager
 def atomic_path(final: Path, *, mode: int | None = None) -> Iterator[Path]:
     """A temporary path beside ``final``, flushed to disk and renamed onto it when the block succeeds, so a
     crash leaves the old file or the new one, never half of one; the temporary file is removed either way.
-    ``mode``: permissions of the result (temporary files are private to their owner)."""
+    ``mode``: permissions of the result; by default those of any new file (the temporary file itself is
+    private to its owner until then, as ``mkstemp`` makes it)."""
     fd, name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
     os.close(fd)
     tmp = Path(name)
@@ -28,8 +40,7 @@ def atomic_path(final: Path, *, mode: int | None = None) -> Iterator[Path]:
         yield tmp
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        os.chmod(tmp, DEFAULT_MODE if mode is None else mode)
         os.replace(tmp, final)
     finally:
         tmp.unlink(missing_ok=True)
