@@ -212,6 +212,13 @@ def test_build_ecosystem_on_a_process_pool_resumes_from_the_cache(toy_index, tmp
     assert main(argv) == 0  # the rerun scans nothing again
     assert [p.stat().st_mtime_ns for p in sorted((tmp_path / "cache" / "scans").iterdir())] == stamps
 
+    # A fourth column names the repository (for packages whose metadata names none): files and links follow.
+    packages.write_text("toylib last:2 {version} someone/toy-fork\n", encoding="utf-8")
+    assert main(argv) == 0
+    forked = [found.record for found in scan_records(tmp_path / "kb" / "someone__toy-fork.jsonl", strict=True)]
+    assert len(forked) == toylib["records"] and {r.repo for r in forked} == {"someone/toy-fork"}
+    assert any(r.github_url and r.github_url.startswith("https://github.com/someone/toy-fork/") for r in forked)
+
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is not None, reason="ray is installed")
 def test_ray_without_ray_says_what_to_install(tmp_path, capsys):

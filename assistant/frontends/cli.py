@@ -96,7 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("kb", help="knowledge-base builds")
     kb_sub = p.add_subparsers(dest="kb_command", required=True, metavar="ACTION")
     e = kb_sub.add_parser("build-ecosystem", help="ingest many packages over their recent releases, a file each")
-    e.add_argument("--packages", type=Path, help="file of 'NAME SPEC [TAG_FORMAT]' lines (default: a built-in list)")
+    e.add_argument(
+        "--packages", type=Path, help="file of 'NAME SPEC [TAG_FORMAT [REPO]]' lines (default: a built-in list)"
+    )
     e.add_argument("-o", "--output", type=Path, required=True, help="folder for the <owner>__<name>.jsonl files")
     e.add_argument("--workers", type=int, help="processes for the (package, release) tasks (default: CPU count)")
     e.add_argument("--ray", dest="ray_address", metavar="ADDRESS", help="run the tasks on a Ray cluster ('auto')")

@@ -26,19 +26,48 @@ from .download import default_cache, download_release
 from .scan import DEFAULT_TAG_FORMAT, Scan, cached_scan
 from .versions import resolve_versions
 
-# Releases from about the start of 2024 on (roughly the last three years when this was written; the
-# lower bounds were picked by hand from each project's release history, so check before relying on them).
-DEFAULT_PACKAGES: tuple[tuple[str, str, str], ...] = (
-    ("httpx", ">=0.26.0", "{version}"),
-    ("requests", ">=2.31.0", "v{version}"),
-    ("fastapi", ">=0.109.0", "{version}"),
-    ("starlette", ">=0.35.0", "{version}"),
-    ("pydantic", ">=2.6.0", "v{version}"),
-    ("click", ">=8.1.7", "{version}"),
-    ("urllib3", ">=2.2.0", "{version}"),
-    ("jinja2", ">=3.1.3", "{version}"),
-    ("rich", ">=13.7.0", "v{version}"),
-    ("typer", ">=0.9.0", "{version}"),
+# The covered libraries (their pure-Python distributions: pydantic-ai-slim holds pydantic-ai's code; faiss
+# and tokenizers are compiled and left out) and the pure-Python dependencies their users' tracebacks pass
+# through, with each repository's tag format. Three releases each by default: 30 packages in about 5
+# minutes on 2 cores with an empty cache, 16,691 records (see README, "The ecosystem knowledge base");
+# ``--packages FILE`` takes other ranges (``>=2.0``, ``last:40``).
+DEFAULT_RELEASES = "last:3"
+DEFAULT_PACKAGES: tuple[tuple[str, str, str, str | None], ...] = tuple(
+    (name, DEFAULT_RELEASES, tag, repo)
+    for name, tag, *rest in (
+        ("accelerate", "v{version}"),
+        ("anthropic", "v{version}"),
+        ("crewai", "{version}"),
+        ("datasets", "{version}"),
+        ("dspy", "{version}"),
+        ("fastapi", "{version}"),
+        ("google-adk", "v{version}"),
+        ("gradio", "gradio@{version}"),
+        ("httpx", "{version}"),
+        ("huggingface_hub", "v{version}"),
+        ("instructor", "{version}"),
+        ("langgraph", "{version}"),
+        ("mcp", "v{version}"),
+        ("ollama", "v{version}"),
+        ("openai", "v{version}"),
+        ("openai-agents", "v{version}"),
+        ("peft", "v{version}"),
+        ("pydantic", "v{version}"),
+        ("pydantic-ai-slim", "v{version}"),
+        ("pytest", "{version}"),
+        ("qdrant-client", "v{version}"),
+        ("requests", "v{version}"),
+        ("sentence-transformers", "v{version}"),
+        ("slack-bolt", "v{version}"),
+        ("smolagents", "v{version}", "huggingface/smolagents"),  # its metadata names no repository
+        ("urllib3", "{version}"),
+        # Dependencies.
+        ("fsspec", "{version}"),
+        ("h11", "v{version}"),
+        ("httpcore", "{version}"),
+        ("starlette", "{version}"),
+    )
+    for repo in [rest[0] if rest else None]
 )
 
 
@@ -49,6 +78,7 @@ class Target:
     package: str
     spec: str
     tag_format: str = DEFAULT_TAG_FORMAT
+    repo: str | None = None  # owner/name on GitHub where the release's metadata names none (smolagents)
 
 
 @dataclass
@@ -81,15 +111,16 @@ class EcosystemReport:
 
 
 def read_targets(path: str | Path) -> list[Target]:
-    """``NAME SPEC [TAG_FORMAT]`` per line (``#`` starts a comment), e.g. ``httpx last:10 {version}``."""
+    """``NAME SPEC [TAG_FORMAT [REPO]]`` per line (``#`` starts a comment), e.g. ``httpx last:10 {version}``
+    or ``smolagents last:3 v{version} huggingface/smolagents`` (REPO where the metadata names none)."""
     targets = []
     for lineno, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
         parts = line.split()
-        if len(parts) not in (2, 3):
-            raise ConfigurationError(f"{path}:{lineno}: expected 'NAME SPEC [TAG_FORMAT]', got {raw!r}")
+        if len(parts) not in (2, 3, 4):
+            raise ConfigurationError(f"{path}:{lineno}: expected 'NAME SPEC [TAG_FORMAT [REPO]]', got {raw!r}")
         targets.append(Target(*parts))
     return targets
 
@@ -98,11 +129,13 @@ def default_targets() -> list[Target]:
     return [Target(*item) for item in DEFAULT_PACKAGES]
 
 
-def release_task(package: str, version: str, cache: str, pip_args: Sequence[str], tag_format: str) -> str:
+def release_task(
+    package: str, version: str, cache: str, pip_args: Sequence[str], tag_format: str, repo: str | None = None
+) -> str:
     """Download and scan one release: a worker's task. The scan comes back as JSON text, which any
     executor (a process pool, Ray) carries cheaply; it is also left in the cache for the next run."""
     archive = download_release(package, version, Path(cache), pip_args)
-    return json.dumps(cached_scan(archive, Path(cache), tag_format=tag_format))
+    return json.dumps(cached_scan(archive, Path(cache), repo=repo, tag_format=tag_format))
 
 
 def build_ecosystem(
@@ -172,7 +205,9 @@ def _run(tasks, cache: str, pip_args: list[str], workers: int | None, ray_addres
         return
     workers = workers or max(1, min(len(tasks), os.cpu_count() or 1))
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(release_task, t.package, v, cache, pip_args, t.tag_format): (t, v) for t, v in tasks}
+        futures = {
+            pool.submit(release_task, t.package, v, cache, pip_args, t.tag_format, t.repo): (t, v) for t, v in tasks
+        }
         for future in as_completed(futures):
             try:
                 yield futures[future], future.result()
@@ -189,7 +224,7 @@ def _run_on_ray(tasks, cache: str, pip_args: list[str], address: str):
         ) from None
     ray.init(address=address, ignore_reinit_error=True)
     remote = ray.remote(release_task)
-    pending = {remote.remote(t.package, v, cache, pip_args, t.tag_format): (t, v) for t, v in tasks}
+    pending = {remote.remote(t.package, v, cache, pip_args, t.tag_format, t.repo): (t, v) for t, v in tasks}
     while pending:
         done, _ = ray.wait(list(pending), num_returns=1)
         task = pending.pop(done[0])
