@@ -95,10 +95,10 @@ def test_milvus_gives_the_same_top_hits_as_faiss_and_updates_incrementally(kb, t
 def test_the_store_setting_puts_the_assistant_on_milvus(kb, tmp_path, float_embedder):
     uri = str(tmp_path / "assistant.db")
     settings = Settings.load(env={"ERRATA_STORE": f"milvus:{uri}"}, kb=[kb], index_dir=tmp_path / "unused")
-    first = Assistant(settings, float_embedder=float_embedder)
+    first = Assistant(settings, embedder=float_embedder)
     assert first.vector_index.manifest["index_type"] == "milvus" and first.build_report.rebuilt
     assert not (tmp_path / "unused" / "manifest.json").exists()
-    second = Assistant(settings, float_embedder=float_embedder)  # a second replica on the same store
+    second = Assistant(settings, embedder=float_embedder)  # a second replica on the same store
     assert not second.build_report.rebuilt
     assert second.search("Agent interrupted.")[0].record.id == "c6aeeba10bb30da8"
     assert json.loads(json.dumps(second.vector_index.manifest))["uri"] == uri
@@ -107,4 +107,4 @@ def test_the_store_setting_puts_the_assistant_on_milvus(kb, tmp_path, float_embe
 def test_an_unknown_store_says_what_to_set(kb, tmp_path, float_embedder):
     settings = Settings.load(env={"ERRATA_STORE": "redis://localhost"}, kb=[kb], index_dir=tmp_path / "i")
     with pytest.raises(ConfigurationError, match="milvus:<uri>"):
-        Assistant(settings, float_embedder=float_embedder)
+        Assistant(settings, embedder=float_embedder)
