@@ -38,7 +38,7 @@ from .storage.shelf import RecordShelf
 logger = logging.getLogger(__name__)
 
 SNAPSHOT_DIR = "signals"
-FORMAT = 1
+FORMAT = 2  # 2: curated records win over ingested ones by message identity too (records.curated_first)
 
 
 @dataclass

@@ -280,32 +280,37 @@ def prefer_curated(records: Sequence[Record], report: LoadReport | None = None) 
 
 # (repo, file, line), the raise's identity (repo, file, class, message template; see releases.identity),
 # and the record id.
-RaiseKey = tuple[tuple[str, str, int], str, str]
+RaiseKey = tuple[tuple[str, str, int], str, str, str]
 
 
 def choice_entry(record: Record) -> tuple[RaiseKey, bool]:
     """What the ingested-versus-curated choice needs of a record: the raise it describes, by line and by
-    identity (which survives the line moving between releases), its id, and whether it was ingested."""
-    from .releases.identity import raise_identity
+    identity (which survives the line moving between releases), its id, its message identity (which
+    survives the file differing), and whether it was ingested."""
+    from .releases.identity import message_identity, raise_identity
 
     line = (record.repo, record.file_path.removeprefix("src/"), record.line_number)
-    return (line, raise_identity(record), record.id), INGESTED_TAG in record.tags
+    return (line, raise_identity(record), record.id, message_identity(record)), INGESTED_TAG in record.tags
 
 
 def curated_first(entries: Sequence[tuple[RaiseKey, bool]], report: LoadReport | None = None) -> list[bool] | None:
     """Which records :func:`prefer_curated` keeps, in order, from their :func:`choice_entry`; None when all.
 
-    An ingested record gives way to a curated one at the same line or of the same raise identity (a newer
-    release moves lines); of ingested records only a repeated id is dropped (records of several releases
-    share a file and line number by chance)."""
+    An ingested record gives way to a curated one at the same line, of the same raise identity (a newer
+    release moves lines) or of the same message identity (the same library, class and message template in
+    whatever file); of ingested records only a repeated id is dropped (records of several releases share
+    a file and line number by chance)."""
     if not any(ingested for _key, ingested in entries):
         return None  # the common case, kept cheap for very large knowledge bases
     curated_lines = {key[0] for key, ingested in entries if not ingested}
     curated_raises = {key[1] for key, ingested in entries if not ingested}
+    curated_messages = {key[3] for key, ingested in entries if not ingested}
     keep: list[bool] = []
     seen_ids: set[str] = set()
-    for (line, identity, record_id), ingested in entries:
-        dropped = ingested and (line in curated_lines or identity in curated_raises or record_id in seen_ids)
+    for (line, identity, record_id, message), ingested in entries:
+        dropped = ingested and (
+            line in curated_lines or identity in curated_raises or message in curated_messages or record_id in seen_ids
+        )
         keep.append(not dropped)
         if dropped and report is not None:
             report.superseded += 1

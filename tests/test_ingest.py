@@ -373,6 +373,19 @@ def test_cli_ingest_writes_a_loadable_knowledge_base(mypkg, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_curated_record_in_a_monorepo_path_wins_over_the_wheels_twin(tmp_path):
+    """langgraph's repository keeps the package in ``libs/langgraph/``; its wheel has ``langgraph/...``."""
+    base = json.loads((BUNDLED_KB_DIR / "langchain-ai__langgraph.jsonl").read_text().splitlines()[0])["record"]
+    curated = dict(base, filePath="libs/langgraph/langgraph/pregel/_loop.py", lineNumber=906)
+    twin = dict(base, id="0123456789abcdef", filePath="langgraph/pregel/_loop.py", lineNumber=1033, tags=["ingested"])
+    other = dict(twin, id="fedcba9876543210", errorMessage="Another message entirely {x}", messagePattern="Another")
+    kb = tmp_path / "kb.jsonl"
+    kb.write_text("".join(json.dumps({"record": r}) + "\n" for r in (curated, twin, other)))
+    report = LoadReport()
+    assert [r.id for r in load_records(kb, report=report)] == [curated["id"], other["id"]]
+    assert report.superseded == 1
+
+
 def test_curated_records_win_over_ingested_ones_for_the_same_raise(tmp_path):
     kb = tmp_path / "kb"
     kb.mkdir()
@@ -391,11 +404,16 @@ def test_curated_records_win_over_ingested_ones_for_the_same_raise(tmp_path):
     assert ("slackapi/bolt-python", "slack_bolt/app/app.py", 440) in overlap  # the token-required BoltError
 
     # The same raise at another line (the curated record's commit is older than the installed wheel) is
-    # found by its identity: repo, file, class and message template.
-    from assistant.releases.identity import raise_identity
+    # found by its identity: repo, file, class and message template; the same message in another file by
+    # its message identity: repo, class and template.
+    from assistant.releases.identity import message_identity, raise_identity
 
-    same_raise = {raise_identity(r) for r in curated}
-    moved = [r for r in ingested if key(r) not in overlap and raise_identity(r) in same_raise]
+    same_raise = {raise_identity(r) for r in curated} | {message_identity(r) for r in curated}
+    moved = [
+        r
+        for r in ingested
+        if key(r) not in overlap and (raise_identity(r) in same_raise or message_identity(r) in same_raise)
+    ]
     load = LoadReport()
     merged = load_records([kb, out], report=load)
     assert load.superseded == sum(key(r) in overlap for r in ingested) + len(moved)

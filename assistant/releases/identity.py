@@ -53,6 +53,16 @@ def raise_identity(record: Record | Mapping[str, Any]) -> str:
     return f"{repo}|{file_path}|{error_class}|{template}"
 
 
+def message_identity(record: Record | Mapping[str, Any]) -> str:
+    """``repo|class|message template``: one library's error worded one way, wherever it is raised. A curated
+    record of it answers for an ingested one in any file (a monorepo's ``libs/langgraph/langgraph/...``
+    is the wheel's ``langgraph/...``; a message raised in two modules is one error to its user)."""
+    repo = str(_field(record, "repo", "repo")).lower()
+    error_class = str(_field(record, "error_class", "errorClass"))
+    template = message_template(str(_field(record, "error_message", "errorMessage")))
+    return f"{repo}|{error_class}|{template}"
+
+
 def identity_id(identity: str) -> str:
     """A 16-hex record id from an identity: the same raise gets the same id on every run."""
     return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
