@@ -209,3 +209,37 @@ def test_a_frame_in_pythons_own_module_finds_the_record_of_that_module(assistant
     )
     top = assistant.search(paste, k=1)[0].record
     assert top.repo == PYTHON and top.file_path == "Lib/os.py"
+
+
+def test_ingested_records_rank_by_the_offset_and_are_judged_on_their_own_evidence(small_kb, tmp_path, embedder):
+    """weights.ingested_offset lowers every ingested record's score for ranking; the first record's
+    confidence reads its score without it."""
+    import numpy as np
+
+    from assistant import Assistant, Settings
+    from assistant.retrieval.candidates import among
+    from assistant.retrieval.confidence import confidence_features
+
+    path = small_kb / "ollama__ollama-python.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    generic = _ingested_generic_record(lines[0]["record"])
+    lines.append({"record": generic, "datasetVersion": lines[0].get("datasetVersion")})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assistant = Assistant(Settings.load(env={}, kb=[small_kb], index_dir=tmp_path / "index"), embedder=embedder)
+    retriever = assistant.retriever
+    query = assistant.parse(
+        'File "/usr/lib/python3.12/site-packages/ollama/_types.py", line 40, in __getattr__\n'
+        "AttributeError: 'ChatResponse' object has no attribute 'messages'"
+    )
+    retriever.ingested_offset = 0.0
+    plain = retriever.score(query)
+    retriever.ingested_offset = 3.0
+    offset = retriever.score(query)
+    mask = np.zeros(len(plain.scores))
+    mask[among(retriever.signals.ingested, plain.positions)[0]] = 1.0
+    assert mask.sum() == 1 and np.allclose(offset.scores, plain.scores - 3.0 * mask)
+    top = int(np.argmax(plain.scores))
+    assert mask[top] == 1  # the ingested record: its library is in the frames
+    assert int(np.argmax(offset.scores)) == top  # still first (its evidence is strong): judged without the offset
+    order = np.argsort(-offset.scores, kind="stable")
+    assert np.allclose(confidence_features(offset, order), confidence_features(plain, np.argsort(-plain.scores)))

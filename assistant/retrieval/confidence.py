@@ -54,8 +54,8 @@ def confidence_features(scored: Scored, order: np.ndarray) -> np.ndarray:
     """What the confidence model reads: the top score, its margin, which signals found the top hit, and
     whether a quoted error message is left unmatched by the top hit's pattern (the one weight both
     models share: the strongest sign of a near miss, in a paste or a question)."""
-    scores = scored.scores
     top = int(order[0])
+    scores = scored.evidence(top)
     second = float(scores[order[1]]) if len(order) > 1 else float(scores[top]) - 10.0
     shifted = scores - scores[top]
     probability = 1.0 / float(np.exp(shifted).sum())

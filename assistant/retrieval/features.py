@@ -46,6 +46,17 @@ class Scored:
     # Subtracted from the fused score (records that cannot answer: see ownership.py), kept apart from the
     # features so a refit sees the same rule.
     penalty: np.ndarray | None = None
+    # Subtracted from ingested records' scores (weights.ingested_offset); the confidence model adds it back
+    # to the first record's, so an ingested record that ranks first is judged on its own evidence.
+    offset: np.ndarray | None = None
+
+    def evidence(self, top: int) -> np.ndarray:
+        """The scores the confidence model reads: the ranking scores, the first record's without the offset."""
+        if self.offset is None or not self.offset[top]:
+            return self.scores
+        scores = self.scores.copy()
+        scores[top] += self.offset[top]
+        return scores
 
     def position(self, j: int) -> int:
         """The record position of scored row ``j``."""

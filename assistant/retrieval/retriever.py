@@ -96,6 +96,7 @@ class Retriever:
         self.full_scoring_limit = full_scoring_limit
         self.weights = fitted.fusion
         self.confidence_weights = fitted.confidence
+        self.ingested_offset = fitted.ingested_offset
         self.signals = signals if signals is not None else SignalIndex.build(self.records)
         if len(self.signals) != len(self.records):
             raise ValueError(f"a signal index of {len(self.signals)} records for {len(self.records)} records")
@@ -285,7 +286,13 @@ class Retriever:
         if len(penalized):
             where, _picked = among(penalized, scored)
             penalty[where] = 0.0 if all_but else NOT_IN_PLAY
-        return Scored(features, features @ self.weights[model] - penalty, model, scored, penalty)
+        offset = None
+        if self.ingested_offset and len(self.signals.ingested):
+            offset = np.zeros(m)
+            where, _picked = among(self.signals.ingested, scored)
+            offset[where] = self.ingested_offset
+        scores = features @ self.weights[model] - penalty - (0.0 if offset is None else offset)
+        return Scored(features, scores, model, scored, penalty, offset)
 
     def _overlap(self, quoted: frozenset[str]) -> tuple[np.ndarray, np.ndarray]:
         """Records holding the quoted message's literal words, and the share of them each holds: a message

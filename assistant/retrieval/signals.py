@@ -30,7 +30,7 @@ from .patterns import PatternIndex
 if TYPE_CHECKING:
     import bm25s
 
-FORMAT = 3  # 2: generic_ingested; 3: Python's modules' path tails
+FORMAT = 4  # 2: generic_ingested; 3: Python's modules' path tails; 4: ingested
 _PYTHON_LIB_DIR_RE = re.compile(r"Lib|python\d+(?:\.\d+)*")
 # Only this much of a message is read for its literal words (the Retriever reads queries the same way).
 MESSAGE_CHARS = 2_000
@@ -281,6 +281,7 @@ class SignalIndex:
         pattern_index: PatternIndex,
         message_words: Postings,
         generic_ingested: np.ndarray,
+        ingested: np.ndarray,
         bm25_message: bm25s.BM25 | SavedBM25,
         bm25_all: bm25s.BM25 | SavedBM25,
     ):
@@ -294,7 +295,8 @@ class SignalIndex:
         self.library_names = library_names
         self.pattern_index = pattern_index
         self.message_words = message_words
-        self.generic_ingested = generic_ingested  # ascending positions (see is_generic_ingested)
+        self.generic_ingested = generic_ingested  # ascending positions (see GENERIC_WORDS)
+        self.ingested = ingested  # ascending positions of every record errata ingest wrote
         self.bm25_message = bm25_message
         self.bm25_all = bm25_all
         self.message_columns = WordColumns(bm25_message)
@@ -314,7 +316,7 @@ class SignalIndex:
         patterns: dict[str, int] = {}
         record_patterns = array("i")
         classes, files, repos, words = (PostingsBuilder() for _ in range(4))
-        generic = array("q")
+        generic, ingested = array("q"), array("q")
         message_tokens = TokenCorpus()
         all_tokens = TokenCorpus()
         libraries = LibraryCounts()
@@ -328,8 +330,10 @@ class SignalIndex:
             all_tokens.add(all_text(r))
             literal = message_words(r.error_message)
             words.add(literal)
-            if len(literal) <= GENERIC_WORDS and INGESTED_TAG in r.tags:
-                generic.append(len(ids) - 1)
+            if INGESTED_TAG in r.tags:
+                ingested.append(len(ids) - 1)
+                if len(literal) <= GENERIC_WORDS:
+                    generic.append(len(ids) - 1)
             libraries.add(r)
         bm25_message = bm25s.BM25()
         bm25_message.index(message_tokens, show_progress=False)
@@ -349,6 +353,7 @@ class SignalIndex:
             pattern_index=PatternIndex.build(patterns),
             message_words=words.build(),
             generic_ingested=np.frombuffer(generic, dtype=np.int64).copy(),
+            ingested=np.frombuffer(ingested, dtype=np.int64).copy(),
             bm25_message=bm25_message,
             bm25_all=bm25_all,
         )
@@ -358,6 +363,7 @@ class SignalIndex:
         np.save(folder / "ids.npy", self.ids)
         np.save(folder / "literals.npy", self.literals)
         np.save(folder / "generic_ingested.npy", self.generic_ingested)
+        np.save(folder / "ingested.npy", self.ingested)
         self.patterns.save(folder, "patterns")
         for name in ("pattern_records", "classes", "files", "repos", "message_words"):
             getattr(self, name).save(folder, name)
@@ -387,6 +393,7 @@ class SignalIndex:
             pattern_index=PatternIndex.load(folder),
             message_words=Postings.load(folder, "message_words"),
             generic_ingested=np.load(folder / "generic_ingested.npy"),
+            ingested=np.load(folder / "ingested.npy"),
             # Read without bm25s (and the scipy it imports): serving needs only the matrix and vocabulary.
             bm25_message=SavedBM25.load(folder / "bm25_message"),
             bm25_all=SavedBM25.load(folder / "bm25_all"),

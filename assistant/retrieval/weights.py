@@ -28,6 +28,9 @@ class FittedWeights:
     fusion: dict[str, np.ndarray]
     confidence: dict[str, np.ndarray]
     confidence_threshold: float
+    # How far an ingested record's fused score must exceed a curated record's to rank above it (ranking
+    # only; confidence reads the scores without it). Written by benchmarks/fit_ingested_offset.py.
+    ingested_offset: float = 0.0
 
     @classmethod
     def from_dict(cls, data: dict, where: str = "weights") -> FittedWeights:
@@ -38,9 +41,10 @@ class FittedWeights:
                 for m in MODELS
             }
             threshold = float(data["confidence_threshold"])
+            offset = float(data.get("ingested_offset", 0.0))
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigurationError(f"{where} is not a retrieval weights file ({exc!r}); refit it") from exc
-        return cls(fusion, confidence, threshold)
+        return cls(fusion, confidence, threshold, offset)
 
     def to_dict(self) -> dict:
         def named(vectors: dict[str, np.ndarray], names: tuple[str, ...]) -> dict:
@@ -48,10 +52,12 @@ class FittedWeights:
 
         return {
             "about": "Written by benchmarks/fit_retrieval.py (do not edit by hand): the fusion weights of each "
-            "model ('error' for pasted errors, 'prose' for questions), the confidence model and the threshold.",
+            "model ('error' for pasted errors, 'prose' for questions), the confidence model and the threshold; "
+            "ingested_offset by benchmarks/fit_ingested_offset.py.",
             "weights": named(self.fusion, FEATURES),
             "confidence_weights": named(self.confidence, CONFIDENCE_FEATURES),
             "confidence_threshold": round(self.confidence_threshold, 3),
+            "ingested_offset": round(self.ingested_offset, 3),
         }
 
 
