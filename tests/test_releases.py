@@ -260,3 +260,26 @@ def test_the_same_message_raised_many_times_in_one_function_gets_one_id_each():
     ids = [r["id"] for r in merge_scans(three)]
     assert len(ids) == 3 and len(set(ids)) == 3
     assert ids == [r["id"] for r in merge_scans(three)]  # stable across runs
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed (pip install 'errata[ray]')")
+def test_build_ecosystem_on_a_local_ray_cluster_gives_the_process_pools_records(toy_index, tmp_path, capsys):
+    """--ray local: ray.init() starts a cluster of this machine's cores; the tasks are the same functions."""
+    import ray
+
+    packages = tmp_path / "packages.txt"
+    packages.write_text("toylib last:2 {version}\n", encoding="utf-8")
+    common = ["--packages", str(packages), "--releases-cache", str(tmp_path / "cache")]
+    common += ["--pip-arg=--no-index", f"--pip-arg=--find-links={toy_index}", "--json"]
+    try:
+        assert main(["kb", "build-ecosystem", "-o", str(tmp_path / "ray"), "--ray", "local", *common]) == 0
+    finally:
+        ray.shutdown()
+    on_ray = json.loads(capsys.readouterr().out)
+    assert main(["kb", "build-ecosystem", "-o", str(tmp_path / "pool"), "--workers", "2", *common]) == 0
+    on_pool = json.loads(capsys.readouterr().out)
+    assert on_ray["failed"] == [] and on_ray["packages"][0]["releases"] == 2
+    assert on_ray["records"] == on_pool["records"] > 0
+    ray_file = (tmp_path / "ray" / "acme__toylib.jsonl").read_text()
+    assert ray_file == (tmp_path / "pool" / "acme__toylib.jsonl").read_text()

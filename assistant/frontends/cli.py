@@ -101,7 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument("-o", "--output", type=Path, required=True, help="folder for the <owner>__<name>.jsonl files")
     e.add_argument("--workers", type=int, help="processes for the (package, release) tasks (default: CPU count)")
-    e.add_argument("--ray", dest="ray_address", metavar="ADDRESS", help="run the tasks on a Ray cluster ('auto')")
+    e.add_argument(
+        "--ray",
+        dest="ray_address",
+        metavar="ADDRESS",
+        help="run the tasks on a Ray cluster ('auto'; 'local': start one here)",
+    )
     e.add_argument("--json", action="store_true", help="print the report as JSON")
     e.add_argument("-v", "--verbose", action="store_true")
     _add_releases_flags(e, ingest=False)
