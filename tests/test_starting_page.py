@@ -45,3 +45,15 @@ def test_a_taken_port_is_a_configuration_error_naming_the_setting():
         taken.listen()
         with pytest.raises(ConfigurationError, match="ERRATA_PORT"):
             StartingPage("127.0.0.1", taken.getsockname()[1])
+
+
+@pytest.mark.skipif(not socket.has_ipv6, reason="no IPv6 on this machine")
+def test_an_ipv6_host_is_served_too():
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+            port = probe.getsockname()[1]
+    except OSError:
+        pytest.skip("IPv6 loopback unavailable")
+    with StartingPage("::1", port):
+        assert _get(f"http://[::1]:{port}/").code == 503

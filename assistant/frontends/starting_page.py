@@ -58,7 +58,9 @@ class StartingPage:
                 pass  # the console shows errata's own progress, not a line per reload
 
         try:
-            self._server = ThreadingHTTPServer((host, port), Handler)
+            family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]  # "::" is IPv6
+            server_class = type("StartingServer", (ThreadingHTTPServer,), {"address_family": family})
+            self._server = server_class((host, port), Handler)
         except OSError as exc:
             raise ConfigurationError(
                 f"cannot serve on {host}:{port} ({exc}); choose another with --port/--host or ERRATA_PORT/ERRATA_HOST"
