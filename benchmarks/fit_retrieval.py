@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from assistant import Assistant, Settings  # noqa: E402
 from assistant.retrieval.confidence import CONFIDENCE_FEATURES, confidence_features  # noqa: E402
 from assistant.retrieval.features import Scored  # noqa: E402
-from assistant.retrieval.weights import FittedWeights, save_weights  # noqa: E402
+from assistant.retrieval.weights import FittedWeights, load_weights, save_weights  # noqa: E402
 from assistant.settings import BUNDLED_EVAL_DIR  # noqa: E402
 
 DEV = BUNDLED_EVAL_DIR / "dev.jsonl"  # copied from ../shared/kb/eval by errata refresh-kb
@@ -301,6 +301,7 @@ def print_weights(w, cw, threshold, write: bool) -> None:
         {m: np.asarray(w[m]) for m in ("error", "prose")},
         {m: np.asarray(cw[m]) for m in ("error", "prose")},
         float(threshold),
+        load_weights().ingested_offset,  # fitted apart (fit_ingested_offset.py): kept as it is
     )
     print(json.dumps(fitted.to_dict(), indent=1))
     if write:
