@@ -201,8 +201,10 @@ def load_records(
 
     A malformed line is an error naming file, line and field. By default it is skipped with a warning
     that counts what was skipped; with ``strict=True`` the first one raises :class:`KnowledgeBaseError`.
-    Later files override nothing: a duplicate id is a problem like any other. Ingested records that
-    describe a raise a curated record also describes give way to it (see :func:`prefer_curated`).
+    Later files override nothing: a duplicate id is a problem like any other, except an ingested record
+    repeated by another ingest run (the same raise: the first is kept, the repeat counted as superseded).
+    Ingested records that describe a raise a curated record also describes give way to it (see
+    :func:`prefer_curated`).
     """
     records = [found.record for found in scan_records(paths, strict=strict, report=report)]
     return prefer_curated(records, report)
@@ -227,7 +229,7 @@ def scan_records(
     if isinstance(paths, (str, Path)):
         paths = [paths]
     report = report if report is not None else LoadReport()
-    seen: dict[str, str] = {}
+    seen: dict[str, tuple[str, bool]] = {}  # id -> where it was first, and whether it was ingested
     found = 0
     for path in kb_files(paths):
         report.files.append(path)
@@ -253,10 +255,16 @@ def scan_records(
                 except ValueError as exc:
                     _problem(report, strict, f"{where}: {exc}")
                     continue
+                ingested = INGESTED_TAG in record.tags
                 if record.id in seen:
-                    _problem(report, strict, f"{where}: id: duplicate id {record.id} (first at {seen[record.id]})")
+                    first, first_ingested = seen[record.id]
+                    if ingested and first_ingested:
+                        # The same raise from two ingest runs (ids are its identity's hash): one is enough.
+                        report.superseded += 1
+                        continue
+                    _problem(report, strict, f"{where}: id: duplicate id {record.id} (first at {first})")
                     continue
-                seen[record.id] = where
+                seen[record.id] = (where, ingested)
                 found += 1
                 yield FoundRecord(record, path, line_offset, len(raw), lineno)
     if report.problems:

@@ -62,6 +62,29 @@ def test_pattern_that_does_not_compile_and_duplicate_ids_are_reported(small_kb):
     assert any(f":{len(rows)}: id: duplicate id {rows[1]['record']['id']}" in p for p in report.problems)
 
 
+def test_an_ingested_record_repeated_by_another_ingest_run_is_kept_once_without_a_warning(small_kb, tmp_path, caplog):
+    """Ids of ingested records are their raise's identity: two ecosystem builds that both read a release
+    give the same record twice, which is one record, not a malformed line."""
+    rows = read_lines(small_kb / "ollama__ollama-python.jsonl")
+    ingested = json.loads(json.dumps(rows[0]))
+    ingested["record"].update(
+        id="0123456789abcdef",
+        tags=["ollama", "ingested"],
+        lineNumber=999,
+        errorMessage="Only the ingested records know this one {name}",
+        messagePattern="Only the ingested records know this one .+",
+    )
+    first, second = tmp_path / "build-a", tmp_path / "build-b"
+    for folder in (first, second):
+        folder.mkdir()
+        write_lines(folder / "ollama__ollama-python.jsonl", [ingested])
+    report = LoadReport()
+    with caplog.at_level(logging.WARNING, logger="assistant"):
+        records = load_records([small_kb, first, second], report=report)
+    assert [r.id for r in records].count("0123456789abcdef") == 1
+    assert report.problems == [] and report.superseded == 1 and "malformed" not in caplog.text
+
+
 def test_missing_or_empty_knowledge_base_is_a_clear_error(tmp_path):
     with pytest.raises(KnowledgeBaseError, match="does not exist"):
         load_records(tmp_path / "nowhere")
