@@ -83,7 +83,7 @@ class Frame:
     def in_library(self) -> bool:
         """Installed packages' code (site-packages) or Python's own (its lib folder), not the user's."""
         path = self.file.replace("\\", "/")
-        return bool(_SITE_PACKAGES_RE.search(path) or _STDLIB_PATH_RE.search(path) or path.startswith("<frozen"))
+        return self.in_installed_package or bool(_STDLIB_PATH_RE.search(path) or path.startswith("<frozen"))
 
     @property
     def in_installed_package(self) -> bool:

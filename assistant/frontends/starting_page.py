@@ -14,7 +14,7 @@ import struct
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from ..errors import ConfigurationError
+from .ports import cannot_serve
 
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="1">
@@ -62,9 +62,7 @@ class StartingPage:
             server_class = type("StartingServer", (ThreadingHTTPServer,), {"address_family": family})
             self._server = server_class((host, port), Handler)
         except OSError as exc:
-            raise ConfigurationError(
-                f"cannot serve on {host}:{port} ({exc}); choose another with --port/--host or ERRATA_PORT/ERRATA_HOST"
-            ) from exc
+            raise cannot_serve(host, port, exc) from exc
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="errata-starting-page", daemon=True)
         self._thread.start()

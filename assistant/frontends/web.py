@@ -21,9 +21,10 @@ import gradio as gr  # noqa: E402
 from ..answer import Answer  # noqa: E402
 from ..api import OFFLINE as API_OFFLINE  # noqa: E402
 from ..api import Assistant  # noqa: E402
-from ..errors import ConfigurationError, ErrataError  # noqa: E402
+from ..errors import ErrataError  # noqa: E402
 from ..feedback import FeedbackError, FeedbackStore  # noqa: E402
 from ..settings import Settings  # noqa: E402
+from .ports import cannot_serve  # noqa: E402
 from .web_render import MAX_SOURCES, answer_markdown, citations_json, sources_html, user_markdown  # noqa: E402
 
 logger = logging.getLogger(__name__)
@@ -305,8 +306,5 @@ def launch(demo: gr.Blocks, settings: Settings, *, block: bool = True, quiet: bo
             head=HEAD,
         )
     except OSError as exc:  # the port is taken or the host is not an address of this machine
-        raise ConfigurationError(
-            f"cannot serve on {settings.host}:{settings.port} ({exc}); choose another with --port/--host "
-            "or ERRATA_PORT/ERRATA_HOST"
-        ) from exc
+        raise cannot_serve(settings.host, settings.port, exc) from exc
     return local_url

@@ -12,14 +12,13 @@ import threading
 
 from ..api import Assistant, configure_serving_threads
 from ..settings import Settings
-from .ports import check_port_free
 from .starting_page import StartingPage
 
 
 def serve(settings: Settings) -> None:
     """Build or load the index (with a progress bar), then serve the chat until interrupted."""
-    check_port_free(settings.host, settings.port)  # before seconds of loading (ports.py)
-    page = StartingPage(settings.host, settings.port) if settings.port else None  # port 0: any port, later
+    # Bound before seconds of loading, so a port in use is reported at once (port 0: any port, later).
+    page = StartingPage(settings.host, settings.port) if settings.port else None
     try:
         chat_module = _import_in_background()
         print(f"errata: loading the knowledge base and the index in {settings.index_dir} …", flush=True)

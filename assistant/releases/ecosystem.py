@@ -32,42 +32,38 @@ from .versions import resolve_versions
 # minutes on 2 cores with an empty cache, 18,123 records (see README, "The ecosystem knowledge base");
 # ``--packages FILE`` takes other ranges (``>=2.0``, ``last:40``).
 DEFAULT_RELEASES = "last:3"
-DEFAULT_PACKAGES: tuple[tuple[str, str, str, str | None], ...] = tuple(
-    (name, DEFAULT_RELEASES, tag, repo)
-    for name, tag, *rest in (
-        ("accelerate", "v{version}"),
-        ("anthropic", "v{version}"),
-        ("crewai", "{version}"),
-        ("datasets", "{version}"),
-        ("dspy", "{version}"),
-        ("fastapi", "{version}"),
-        ("google-adk", "v{version}"),
-        ("gradio", "gradio@{version}"),
-        ("httpx", "{version}"),
-        ("huggingface_hub", "v{version}"),
-        ("instructor", "{version}"),
-        ("langgraph", "{version}"),
-        ("mcp", "v{version}"),
-        ("ollama", "v{version}"),
-        ("openai", "v{version}"),
-        ("openai-agents", "v{version}"),
-        ("peft", "v{version}"),
-        ("pydantic", "v{version}"),
-        ("pydantic-ai-slim", "v{version}"),
-        ("pytest", "{version}"),
-        ("qdrant-client", "v{version}"),
-        ("requests", "v{version}"),
-        ("sentence-transformers", "v{version}"),
-        ("slack-bolt", "v{version}"),
-        ("smolagents", "v{version}", "huggingface/smolagents"),  # its metadata names no repository
-        ("urllib3", "{version}"),
-        # Dependencies.
-        ("fsspec", "{version}"),
-        ("h11", "v{version}"),
-        ("httpcore", "{version}"),
-        ("starlette", "{version}"),
-    )
-    for repo in [rest[0] if rest else None]
+DEFAULT_PACKAGES: tuple[tuple[str, ...], ...] = (  # NAME, TAG_FORMAT[, REPO]
+    ("accelerate", "v{version}"),
+    ("anthropic", "v{version}"),
+    ("crewai", "{version}"),
+    ("datasets", "{version}"),
+    ("dspy", "{version}"),
+    ("fastapi", "{version}"),
+    ("google-adk", "v{version}"),
+    ("gradio", "gradio@{version}"),
+    ("httpx", "{version}"),
+    ("huggingface_hub", "v{version}"),
+    ("instructor", "{version}"),
+    ("langgraph", "{version}"),
+    ("mcp", "v{version}"),
+    ("ollama", "v{version}"),
+    ("openai", "v{version}"),
+    ("openai-agents", "v{version}"),
+    ("peft", "v{version}"),
+    ("pydantic", "v{version}"),
+    ("pydantic-ai-slim", "v{version}"),
+    ("pytest", "{version}"),
+    ("qdrant-client", "v{version}"),
+    ("requests", "v{version}"),
+    ("sentence-transformers", "v{version}"),
+    ("slack-bolt", "v{version}"),
+    ("smolagents", "v{version}", "huggingface/smolagents"),  # its metadata names no repository
+    ("urllib3", "{version}"),
+    # Dependencies.
+    ("fsspec", "{version}"),
+    ("h11", "v{version}"),
+    ("httpcore", "{version}"),
+    ("starlette", "{version}"),
 )
 
 
@@ -126,7 +122,7 @@ def read_targets(path: str | Path) -> list[Target]:
 
 
 def default_targets() -> list[Target]:
-    return [Target(*item) for item in DEFAULT_PACKAGES]
+    return [Target(name, DEFAULT_RELEASES, *rest) for name, *rest in DEFAULT_PACKAGES]
 
 
 def release_task(
