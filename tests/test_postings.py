@@ -49,13 +49,30 @@ def test_a_disk_array_reads_slices_without_mapping_them(tmp_path):
 
     values = np.arange(1000, dtype=np.int32) * 3
     np.save(tmp_path / "a.npy", values)
-    array = DiskArray.open(tmp_path / "a.npy")
-    assert len(array) == 1000 and array[10:13].tolist() == [30, 33, 36] and array[998:2000].tolist() == [2994, 2997]
+    array = DiskArray.open(tmp_path / "a.npy", in_memory_bytes=0)
+    assert isinstance(array, DiskArray) and len(array) == 1000
+    assert array[10:13].tolist() == [30, 33, 36] and array[998:2000].tolist() == [2994, 2997]
     assert array[5:5].tolist() == [] and np.array_equal(np.asarray(array), values)
     mapped = np.load(tmp_path / "a.npy", mmap_mode="r")
     assert isinstance(DiskArray.of(mapped), DiskArray) and DiskArray.of(values) is values
     with pytest.raises(TypeError):
         array[3]
+
+
+def test_a_small_saved_array_is_held_in_memory_read_only(tmp_path):
+    """Below IN_MEMORY_BYTES a row read by pread costs more than the memory (~130 reads a query)."""
+    from assistant.storage.diskarray import IN_MEMORY_BYTES, DiskArray
+
+    values = np.arange(1000, dtype=np.int32)
+    np.save(tmp_path / "a.npy", values)
+    held = DiskArray.open(tmp_path / "a.npy")
+    assert type(held) is np.ndarray and np.array_equal(held, values) and not held.flags.writeable
+    mapped = np.load(tmp_path / "a.npy", mmap_mode="r")
+    assert type(DiskArray.of(mapped, IN_MEMORY_BYTES)) is np.ndarray
+    assert isinstance(DiskArray.of(mapped, values.nbytes - 1), DiskArray)
+    big = np.zeros(IN_MEMORY_BYTES // 4 + 1, dtype=np.int32)
+    np.save(tmp_path / "big.npy", big)
+    assert isinstance(DiskArray.open(tmp_path / "big.npy"), DiskArray)
 
 
 def test_a_disk_array_reads_rows_of_a_matrix_in_any_order(tmp_path):

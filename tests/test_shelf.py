@@ -67,6 +67,22 @@ def test_a_file_edited_in_place_is_reported_not_misread(small_kb):
         shelf[0]
 
 
+def test_records_read_last_are_kept_parsed_and_the_rest_read_again(small_kb, monkeypatch):
+    from assistant.storage import shelf as shelf_module
+
+    monkeypatch.setattr(shelf_module, "RECORDS_KEPT", 2)
+    shelf = RecordShelf.load(small_kb)
+    first, second, third = shelf[0], shelf[1], shelf[2]  # the first gave way to the third
+    assert shelf[2] is third and shelf[1] is second
+    assert shelf[0] == first and shelf[0] is not first
+    path = next(small_kb.glob("*.jsonl"))
+    with path.open("r+") as handle:  # edited underneath: what is kept is what was loaded; the rest reports it
+        handle.write("".join(json.dumps(r) + "\n" for r in read_lines(path)[::-1]))
+    assert shelf[0] == first
+    with pytest.raises(KnowledgeBaseError, match="changed since the knowledge base was loaded"):
+        shelf[2]
+
+
 def test_threads_read_one_shelf_at_once():
     shelf = RecordShelf.load(BUNDLED_KB_DIR)
     expected = shelf.ids()

@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from ..query import normalize_library
 from ..records import INGESTED_TAG, Record
-from ..storage.diskarray import DiskArray
+from ..storage.diskarray import IN_MEMORY_BYTES, DiskArray
 from ..storage.postings import Postings, PostingsBuilder
 from .bm25_files import STOPWORDS_EN, SavedBM25, tokenize
 from .patterns import PatternIndex
@@ -250,8 +250,8 @@ class WordColumns:
 
     def __init__(self, bm25: bm25s.BM25 | SavedBM25):
         self.indptr = np.asarray(bm25.scores["indptr"])  # one number per word: kept in memory
-        self._indices = DiskArray.of(bm25.scores["indices"])
-        self._data = DiskArray.of(bm25.scores["data"])
+        self._indices = DiskArray.of(bm25.scores["indices"], IN_MEMORY_BYTES)
+        self._data = DiskArray.of(bm25.scores["data"], IN_MEMORY_BYTES)
 
     def __call__(self, word: int) -> tuple[np.ndarray, np.ndarray]:
         start, stop = int(self.indptr[word]), int(self.indptr[word + 1])

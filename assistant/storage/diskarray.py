@@ -4,6 +4,9 @@ Why: slices read through a memory map stay mapped, and resident, in the process;
 every query's words touch other postings, and after a few hundred queries the serving process held most
 of the BM25 matrices (0.5 GB) as its own resident memory. Read with ``pread``, the pages live only in the
 kernel's page cache, shared by every replica on the machine and given back under memory pressure.
+A small array is read whole into memory instead (``IN_MEMORY_BYTES``): a query reads ~130 rows of the
+signal index, and at the bundled knowledge base's size (1 MB of arrays in all) reading them one call at
+a time cost a third of retrieval's own time besides the query encoding.
 """
 
 from __future__ import annotations
@@ -13,6 +16,9 @@ import os
 from pathlib import Path
 
 import numpy as np
+
+# Arrays of at most this many bytes are held in memory when loaded (read-only); larger ones are read by rows.
+IN_MEMORY_BYTES = 1 << 20
 
 
 class DiskArray:
@@ -30,20 +36,26 @@ class DiskArray:
         self._fd = os.open(self.path, os.O_RDONLY)
 
     @classmethod
-    def open(cls, path: Path | str) -> DiskArray:
+    def open(cls, path: Path | str, in_memory_bytes: int = IN_MEMORY_BYTES) -> DiskArray | np.ndarray:
+        """The ``.npy`` file's rows, read from disk on access; or in memory when it is that small."""
         mapped = np.load(path, mmap_mode="r")  # reads the header only
         if mapped.ndim == 0 or not mapped.flags.c_contiguous:
             raise ValueError(f"{path} is not an array of rows in C order")
+        if mapped.nbytes <= in_memory_bytes:
+            return _held(mapped)
         return cls(path, mapped.offset, mapped.dtype, mapped.shape)
 
     @classmethod
-    def of(cls, array: np.ndarray) -> DiskArray | np.ndarray:
+    def of(cls, array: np.ndarray, in_memory_bytes: int = 0) -> DiskArray | np.ndarray:
         """The same array read from its file when it is a memory map of a whole ``.npy`` file, else itself
-        (a slice of a map keeps the map's offset, so only a map that ends where its file ends qualifies)."""
+        (a slice of a map keeps the map's offset, so only a map that ends where its file ends qualifies).
+        A map of at most ``in_memory_bytes`` is read into memory instead."""
         if not (isinstance(array, np.memmap) and array.filename and array.ndim and array.flags.c_contiguous):
             return array
         if os.path.getsize(array.filename) != array.offset + array.nbytes:
             return array
+        if array.nbytes <= in_memory_bytes:
+            return _held(array)
         return cls(array.filename, array.offset, array.dtype, array.shape)
 
     def __len__(self) -> int:
@@ -86,3 +98,10 @@ class DiskArray:
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.close()
+
+
+def _held(mapped: np.ndarray) -> np.ndarray:
+    """A read-only copy in memory of a (small) mapped array; the map itself is let go."""
+    held = np.array(mapped)
+    held.flags.writeable = False
+    return held
