@@ -30,7 +30,7 @@ from .patterns import PatternIndex
 if TYPE_CHECKING:
     import bm25s
 
-FORMAT = 4  # 2: generic_ingested; 3: Python's modules' path tails; 4: ingested
+FORMAT = 5  # 2: generic_ingested; 3: Python's modules' path tails; 4: ingested; 5: None/True/False not words
 _PYTHON_LIB_DIR_RE = re.compile(r"Lib|python\d+(?:\.\d+)*")
 # Only this much of a message is read for its literal words (the Retriever reads queries the same way).
 MESSAGE_CHARS = 2_000
@@ -44,7 +44,9 @@ _PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}")
 _QUOTED_RE = re.compile(r"'[^'\n]{0,80}'|\"[^\"\n]{0,80}\"")
 _VALUE_RE = re.compile(r"\S*[/\\=\d]\S*")  # paths, URLs, key=value pairs, numbers, versions, model names
 _MESSAGE_WORD_RE = re.compile(r"[a-z_][a-z0-9_]+")
-_STOPWORDS = frozenset(STOPWORDS_EN)
+# Python's constants are values a placeholder took ("403 Forbidden: None." from "{code} Forbidden: {reason}."),
+# like numbers: not words of the message's template.
+_STOPWORDS = frozenset(STOPWORDS_EN) | {"none", "true", "false"}
 _STOP_DIRS = frozenset({"src", "lib", "libs", "python", "packages", "utils", "tests", "test", "internal"})
 
 
