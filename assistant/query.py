@@ -16,10 +16,10 @@ from .text_input import well_formed
 
 # A traceback frame line: File "path", line N, in func
 _FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?\s*$')
-# IPython / Jupyter frames: ``File ~/proj/app.py:12, in main()`` and ``Cell In[3], line 5``.
+# IPython / Jupyter frames: ``File ~/proj/app.py:12, in main(x)`` and ``Cell In[3], line 5``.
 _IPYTHON_FRAME_RE = re.compile(
     r"^\s*(?:File (?P<file>\S.*?):(?P<line>\d+)|(?P<cell>Cell In\s?\[\d*\]), line (?P<cell_line>\d+))"
-    r"(?:, in (?P<func>[^\s(]+)(?:\(\))?)?\s*$"
+    r"(?:, in (?P<func>[^\s(]+)(?:\(.*\))?)?\s*$"  # IPython 8 shows the arguments: ``in f(x, y)``
 )
 # The failing line under an IPython frame: ``----> 5 total += row["amount"]``.
 _IPYTHON_ARROW_RE = re.compile(r"^-+>\s*\d+\s(?P<code>.*)$")
@@ -28,6 +28,15 @@ _EXC_LINE_RE = re.compile(r"^(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Za-z_]\w*))(
 # The same, found inside prose: "it fails with ValueError: base_url and ...".
 _INLINE_EXC_RE = re.compile(
     r"(?<![\w.])(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Z]\w*(?:Error|Exception|Warning)))(?::\s(?P<msg>.+))?"
+)
+# The header IPython / Jupyter print above a traceback: ``ValueError      Traceback (most recent call last)``.
+# It names the class even when the pasted traceback is cut before its last line.
+_IPYTHON_HEAD_RE = re.compile(
+    r"^\s*(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Za-z_]\w*))\s{2,}Traceback \(most recent call last\)"
+)
+# VS Code's debugger: ``Exception has occurred: ConnectionError`` with the message after it or on the next line.
+_DEBUGGER_RE = re.compile(
+    r"^Exception has occurred:\s+(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Za-z_]\w*))(?:\s+(?P<msg>\S.*))?$"
 )
 # ``warnings`` output: ``/path/file.py:22: UserWarning: message``.
 _WARNING_LINE_RE = re.compile(
@@ -169,6 +178,10 @@ def parse_query(raw: str | bytes, *, max_chars: int = 20_000) -> Query:
         kind = "question"
 
     qual, cls, message, level = (last.qual, last.cls, last.message, last.level) if last else (None, None, None, None)
+    if is_traceback and cls is None:
+        head = next(filter(None, map(_IPYTHON_HEAD_RE.match, lines)), None)
+        if head is not None:
+            qual, cls = head["qual"], head["cls"]
     if kind == "question":
         qual, cls, message = _inline_error(body)
     elif kind == "message" and last is None:
@@ -261,6 +274,9 @@ def _match_error_line(index: int, line: str) -> _ErrorLine | None:
     m = _WARNING_LINE_RE.match(line)
     if m:
         return _ErrorLine(index, m["qual"], m["cls"], (m["msg"] or "").strip() or None, None, m["path"])
+    m = _DEBUGGER_RE.match(line)
+    if m:
+        return _ErrorLine(index, m["qual"], m["cls"], (m["msg"] or "").strip() or None, None)
     level = None
     stripped = line
     lm = _LEVEL_RE.search(line[:80])

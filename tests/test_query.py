@@ -168,3 +168,36 @@ def test_an_error_quoted_in_a_question_ends_at_its_closing_quote_or_before_the_q
         "Is turbo gone in 2.0, or do I need a plugin?"
     )
     assert q.message == "Gadget mode turbo is unknown. Valid modes are fast and slow."
+
+
+def test_a_jupyter_traceback_cut_before_its_last_line_takes_the_class_from_its_header():
+    paste = """model = get_peft_model(model, config)
+
+---------------------------------------------------------------------------
+ValueError                                Traceback (most recent call last)
+Cell In[1], line 7
+----> 7 model = get_peft_model(model, config)
+
+File ~/miniconda3/lib/python3.8/site-packages/peft/mapping.py:116, in get_peft_model(model, peft_config)
+...
+"""
+    q = parse_query(paste)
+    assert (q.kind, q.exception_class, q.message) == ("traceback", "ValueError", None)
+    assert q.libraries == ("peft",) and q.frames[0].code == "model = get_peft_model(model, config)"
+    # With its last line, the last line decides (a chained header names the first exception).
+    q = parse_query(paste.replace("...\n", "ValueError: Target modules {'q'} not found in the base model.\n"))
+    assert q.exception_class == "ValueError" and q.message == "Target modules {'q'} not found in the base model."
+
+
+def test_vs_codes_exception_has_occurred_names_the_class_and_message():
+    one_line = "Exception has occurred: ConnectionError HTTPSConnectionPool(host='a.b', port=443): Max retries exceeded"
+    q = parse_query(one_line)
+    assert q.exception_class == "ConnectionError" and q.message.startswith("HTTPSConnectionPool(host='a.b'")
+    popup = """Exception has occurred: KeyError
+'amount'
+  File "/home/me/report.py", line 3, in <module>
+    total += row["amount"]"""
+    q = parse_query(popup)
+    assert (q.kind, q.exception_class, q.message) == ("traceback", "KeyError", "'amount'")
+    assert q.frames[0].code == 'total += row["amount"]'
+    assert parse_query("Exception has occurred in the worker, see the log").exception_class is None
