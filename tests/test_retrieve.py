@@ -245,6 +245,18 @@ def test_message_words_are_what_a_template_and_its_rendering_share():
     rendered = message_words("Sprocket size must be positive, got -3 for '/etc/widgets/w1.toml'")
     assert rendered == message_words("Sprocket size must be positive, got {n} for '{path}'")
     assert rendered == {"sprocket", "size", "must", "positive", "got"}
+    # Python's constants are values a placeholder took, like numbers.
+    assert message_words("403 Forbidden: None.") == message_words("{code} Forbidden: {reason}.") == {"forbidden"}
+
+
+def test_a_windows_error_code_matches_the_pattern_written_for_errno(assistant):
+    """Windows renders an OSError's code as ``[WinError N]``; the records' patterns say ``[Errno N]``."""
+    query, retrieval = assistant.retrieve(
+        "httpx.ConnectError: [WinError 10061] No connection could be made because the target machine actively"
+        " refused it"
+    )
+    top = retrieval.hits[0]
+    assert top.record.error_message == "[Errno {errno}] {strerror}" and "pattern" in top.why and retrieval.confident
 
 
 def test_a_message_whose_words_a_record_covers_counts_even_when_its_pattern_is_too_strict(toy, embedder):

@@ -71,6 +71,9 @@ EXACT_COSINES = 25
 NOT_IN_PLAY = 1_000.0
 
 
+_WINERROR_RE = re.compile(r"\[WinError (\d+)\]")
+
+
 class Retriever:
     """Exact, lexical and dense signals over the records, fused by learned weights, with a confidence."""
 
@@ -137,6 +140,8 @@ class Retriever:
         if query.exception_class and query.message:
             messages.append(query.error_line or "")
         messages = [m[:PATTERN_MESSAGE_CHARS] for m in messages]
+        # Windows prints an OSError's code as ``[WinError 10061]`` where patterns expect ``[Errno N]``.
+        messages += [_WINERROR_RE.sub(r"[Errno \1]", m) for m in messages if "[WinError " in m]
         text = query.text[-PATTERN_TEXT_CHARS:]
         length = max((len(m) for m in messages[:1]), default=0)
         on_message: list[int] = []  # distinct patterns
