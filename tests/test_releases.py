@@ -39,8 +39,23 @@ def test_spec_names_releases():
     assert select_versions("2.0, 1.0", available) == ["1.0", "2.0"]
     assert select_versions("last:2", available) == ["1.1", "2.0"]
     assert select_versions(">=1.0,<2", available) == ["1.0", "1.1"]
+    releases = ["0.27.0", "0.27.2", "0.28.0", "0.28.1", "0.29.0rc1", "1.0.0", "1.0.1", "1.1.0"]
+    assert select_versions("minors:3", releases) == ["0.28.1", "1.0.1", "1.1.0"]  # the newest of each minor
+    assert select_versions("minors:9", releases) == ["0.27.2", "0.28.1", "1.0.1", "1.1.0"]
+    assert select_versions("minors:0", releases) == []
     with pytest.raises(Exception, match="not a version specifier"):
         select_versions("newest please", available)
+
+
+def test_a_packages_file_that_cannot_be_read_or_has_a_bad_line_is_named(tmp_path, capsys):
+    missing = tmp_path / "nope.txt"
+    assert main(["kb", "build-ecosystem", "--packages", str(missing), "-o", str(tmp_path / "kb")]) == 2
+    assert f"cannot read the packages file {missing}: No such file or directory" in capsys.readouterr().err
+    bad = tmp_path / "packages.txt"
+    bad.write_text("httpx\n", encoding="utf-8")
+    assert main(["kb", "build-ecosystem", "--packages", str(bad), "-o", str(tmp_path / "kb")]) == 2
+    assert f"{bad}:1: expected 'NAME SPEC [TAG_FORMAT [REPO]]'" in capsys.readouterr().err
+    assert not (tmp_path / "kb").exists()
 
 
 @pytest.mark.slow

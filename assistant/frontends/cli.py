@@ -150,7 +150,8 @@ def _add_releases_flags(p: argparse.ArgumentParser, ingest: bool = True) -> None
         p.add_argument(
             "--releases",
             metavar="SPEC",
-            help="download and read these releases of --package from the index: '>=0.23', '0.27.2,0.28.0' or 'last:N'",
+            help="download and read these releases of --package from the index: '>=0.23', '0.27.2,0.28.0', 'last:N'"
+            " or 'minors:N' (the newest of each of the last N minor versions)",
         )
         p.add_argument("--tag-format", dest="tag_format", help="git tag of a release for links (default 'v{version}')")
     p.add_argument(

@@ -109,8 +109,13 @@ class EcosystemReport:
 def read_targets(path: str | Path) -> list[Target]:
     """``NAME SPEC [TAG_FORMAT [REPO]]`` per line (``#`` starts a comment), e.g. ``httpx last:10 {version}``
     or ``smolagents last:3 v{version} huggingface/smolagents`` (REPO where the metadata names none)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigurationError(f"cannot read the packages file {path}: {why}") from None
     targets = []
-    for lineno, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue

@@ -1,7 +1,10 @@
-"""Which releases a ``--releases`` SPEC names: ``">=0.23"``, ``"0.27.2,0.28.0"`` or ``"last:N"``.
+"""Which releases a ``--releases`` SPEC names: ``">=0.23"``, ``"0.27.2,0.28.0"``, ``"last:N"`` or ``"minors:N"``.
 
-Pinned lists need no listing; the others ask pip (``pip index versions``) what the index offers, so the
-same index options (``--no-index --find-links DIR``) that download a release also list them.
+``minors:N`` is the newest release of each of the last N minor versions (``0.27.2``, ``0.28.1``): a few
+releases reach years back, and consecutive ones differ where APIs are removed and messages reworded
+(a minor release), not where a patch fixes a bug. Pinned lists need no listing; the others ask pip
+(``pip index versions``) what the index offers, so the same index options (``--no-index --find-links
+DIR``) that download a release also list them.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from packaging.version import InvalidVersion, Version
 from ..errors import ConfigurationError
 
 _LAST_RE = re.compile(r"^last:(\d+)$")
+_MINORS_RE = re.compile(r"^minors:(\d+)$")
 
 
 def pinned_versions(spec: str) -> list[str] | None:
@@ -53,6 +57,14 @@ def select_versions(spec: str, available: Sequence[str]) -> list[str]:
     if last:
         final = [v for v in versions if not v.is_prerelease]
         return [str(v) for v in final[-int(last.group(1)) :]] if int(last.group(1)) else []
+    minors = _MINORS_RE.match(spec.strip())
+    if minors:
+        newest: dict[tuple[int, int], Version] = {}
+        for v in versions:
+            if not v.is_prerelease:
+                newest[(v.major, v.minor)] = v  # ascending: the last one seen is the newest
+        count = int(minors.group(1))
+        return [str(v) for v in sorted(newest.values())[-count:]] if count else []
     pinned = pinned_versions(spec)
     if pinned is not None:
         return pinned
@@ -60,7 +72,8 @@ def select_versions(spec: str, available: Sequence[str]) -> list[str]:
         specifier = SpecifierSet(spec)
     except InvalidSpecifier:
         raise ConfigurationError(
-            f"--releases {spec!r} is not a version specifier ('>=0.23'), a comma list ('0.27.2,0.28.0') or 'last:N'"
+            f"--releases {spec!r} is not a version specifier ('>=0.23'), a comma list ('0.27.2,0.28.0'), 'last:N'"
+            " or 'minors:N'"
         ) from None
     return [str(v) for v in specifier.filter(versions)]
 
