@@ -163,7 +163,14 @@ def build_ecosystem(
             tasks += [(target, v) for v in resolve_versions(target.package, target.spec, pip_args)]
         except ConfigurationError as exc:
             report.failed.append(f"{target.package}: {exc}")
+    # A package is merged and written as soon as its last release is scanned, and its scans let go: the
+    # coordinator holds the scans of the packages in progress, not of every package (2 GB at 340 releases).
     scans: dict[str, dict[str, Scan]] = {t.package: {} for t in targets}
+    pending = {t.package: 0 for t in targets}
+    for target, _version in tasks:
+        pending[target.package] += 1
+    by_name = {t.package: t for t in targets}
+    written: dict[str, dict[str, Any]] = {}
     bar = tqdm(total=len(tasks), desc="releases", unit="release", disable=not show_progress)
     for (target, version), result in _run(tasks, str(cache), list(pip_args), workers, ray_address):
         bar.update(1)
@@ -171,32 +178,36 @@ def build_ecosystem(
             report.failed.append(f"{target.package} {version}: {result}")
         else:
             scans[target.package][version] = json.loads(result)
+        pending[target.package] -= 1
+        if not pending[target.package]:
+            found = scans.pop(target.package)
+            if found:
+                written[target.package] = _write_package(by_name[target.package], found, output)
     bar.close()
-    for target in targets:
-        found = scans[target.package]
-        if not found:
-            continue
-        ordered = [found[v] for v in sorted(found, key=Version)]
-        dicts, raises = records_from_scans(ordered, target.package)
-        records = [record_from_dict(d) for d in dicts]
-        repo = ordered[-1]["repo"]
-        path = output / (f"{repo.replace('/', '__')}.jsonl" if "/" in repo else f"{target.package}.jsonl")
-        write_records(path, records)
-        report.packages.append(
-            {
-                "package": target.package,
-                "repo": repo,
-                "releases": len(ordered),
-                "first": ordered[0]["version"],
-                "last": ordered[-1]["version"],
-                "records": len(records),
-                "raise_records": raises,
-                "api_change_records": len(records) - raises,
-                "file": str(path),
-            }
-        )
+    report.packages = [written[t.package] for t in targets if t.package in written]
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _write_package(target: Target, found: dict[str, Scan], output: Path) -> dict[str, Any]:
+    """Merge one package's scanned releases into its knowledge-base file; what the report says of it."""
+    ordered = [found[v] for v in sorted(found, key=Version)]
+    dicts, raises = records_from_scans(ordered, target.package)
+    records = [record_from_dict(d) for d in dicts]
+    repo = ordered[-1]["repo"]
+    path = output / (f"{repo.replace('/', '__')}.jsonl" if "/" in repo else f"{target.package}.jsonl")
+    write_records(path, records)
+    return {
+        "package": target.package,
+        "repo": repo,
+        "releases": len(ordered),
+        "first": ordered[0]["version"],
+        "last": ordered[-1]["version"],
+        "records": len(records),
+        "raise_records": raises,
+        "api_change_records": len(records) - raises,
+        "file": str(path),
+    }
 
 
 def _run(tasks, cache: str, pip_args: list[str], workers: int | None, ray_address: str | None):
