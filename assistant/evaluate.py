@@ -2,7 +2,12 @@
 
 A query set is JSONL, one ``{"id", "query", "style", "relevant"}`` per line (``relevant`` lists the
 record ids that answer the query and is empty when none does; an optional ``kind`` groups the outcomes,
-as in the real-world set). ``errata eval FILE`` prints the report.
+as in the real-world set; an optional ``ingested`` lists records of an ecosystem build, ``errata kb
+build-ecosystem``, that answer it too). ``errata eval FILE`` prints the report.
+
+A query's answers are its ``relevant`` records and those of its ``ingested`` records the knowledge base
+being measured holds: a paste only an ingested record answers is uncovered on the bundled records and
+covered with the ecosystem's, so both are measured on what they could answer.
 
 Outcomes are what a user sees: *right* (confident, and the first record answers), *abstained* ("no
 confident match"), *wrong* (confident with a first record that does not answer; for a query no record
@@ -36,6 +41,11 @@ class EvalQuery:
     style: str
     relevant: tuple[str, ...]
     kind: str | None = None
+    ingested: tuple[str, ...] = ()  # ingested records that answer it, where the knowledge base holds them
+
+    def answers(self, held: frozenset[str]) -> tuple[str, ...]:
+        """The records that answer this query in a knowledge base holding the ids ``held``."""
+        return self.relevant + tuple(i for i in self.ingested if i in held and i not in self.relevant)
 
 
 OUTCOMES = ("right", "abstained", "wrong")
@@ -97,8 +107,9 @@ def load_eval_set(path: str | Path) -> list[EvalQuery]:
         try:
             row = json.loads(line)
             relevant = row.get("relevant") or []
-            if not isinstance(row["query"], str) or not isinstance(relevant, list):
-                raise TypeError("query must be a string and relevant a list")
+            ingested = row.get("ingested") or []
+            if not isinstance(row["query"], str) or not isinstance(relevant, list) or not isinstance(ingested, list):
+                raise TypeError("query must be a string, relevant and ingested lists")
             queries.append(
                 EvalQuery(
                     str(row.get("id", number)),
@@ -106,6 +117,7 @@ def load_eval_set(path: str | Path) -> list[EvalQuery]:
                     str(row.get("style", "question")),
                     tuple(map(str, relevant)),
                     str(row["kind"]) if row.get("kind") else None,
+                    tuple(map(str, ingested)),
                 )
             )
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
@@ -124,24 +136,26 @@ def evaluate(assistant, queries: Sequence[EvalQuery], *, depth: int = 10) -> Eva
     negatives = abstained = answerable = wrongly_abstained = 0
     missed: list[dict[str, Any]] = []
     outcomes: dict[str, list[str]] = {}
+    held = _ids_held(assistant) if any(q.ingested for q in queries) else frozenset()
     for q in queries:
+        relevant = q.answers(held)
         start = time.perf_counter()
         query = assistant.parse(q.query)
         retrieval = assistant.retriever.retrieve(query, depth)
         latencies.append((time.perf_counter() - start) * 1000)
         top = retrieval.hits[0].record.id if retrieval.hits else None
-        outcome = "abstained" if not retrieval.confident else ("right" if top in q.relevant else "wrong")
-        groups = ["all", "covered" if q.relevant else "uncovered"] + ([f"kind:{q.kind}"] if q.kind else [])
+        outcome = "abstained" if not retrieval.confident else ("right" if top in relevant else "wrong")
+        groups = ["all", "covered" if relevant else "uncovered"] + ([f"kind:{q.kind}"] if q.kind else [])
         for group in groups:
             outcomes.setdefault(group, []).append(outcome)
-        if not q.relevant:
+        if not relevant:
             negatives += 1
             abstained += not retrieval.confident
             continue
         answerable += 1
         wrongly_abstained += not retrieval.confident
         ids = [hit.record.id for hit in retrieval.hits]
-        rank = next((i for i, rid in enumerate(ids) if rid in q.relevant), None)
+        rank = next((i for i, rid in enumerate(ids) if rid in relevant), None)
         if rank != 0:
             missed.append({"id": q.id, "style": q.style, "rank": rank, "top": ids[:1]})
         for style in (q.style, "all"):
@@ -161,6 +175,13 @@ def evaluate(assistant, queries: Sequence[EvalQuery], *, depth: int = 10) -> Eva
         missed=missed,
         outcomes={group: _shares(found) for group, found in outcomes.items()},
     )
+
+
+def _ids_held(assistant) -> frozenset[str]:
+    """The record ids of the assistant's knowledge base (a shelf lists them without parsing a record)."""
+    records = assistant.records
+    ids = records.ids() if hasattr(records, "ids") else [r.id for r in records]
+    return frozenset(ids)
 
 
 def _shares(found: list[str]) -> dict[str, float]:

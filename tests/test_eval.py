@@ -86,6 +86,25 @@ def test_outcomes_count_right_abstained_and_wrong_per_kind(assistant, tmp_path):
     assert report.outcomes["all"]["n"] == 3 and "kind:a" in report.table()
 
 
+def test_ingested_answers_count_only_where_the_knowledge_base_holds_them(assistant, tmp_path):
+    """A paste only an ecosystem record answers is uncovered on the bundled records (none holds that id)."""
+    held = "c6aeeba10bb30da8"  # a bundled record: as if an ecosystem build held it
+    rows = [
+        {"query": "smolagents.utils.AgentError: Agent interrupted.", "relevant": [], "ingested": [held]},
+        {"query": "smolagents.utils.AgentError: Agent interrupted.", "relevant": [], "ingested": ["f" * 16]},
+    ]
+    path = tmp_path / "ingested.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    queries = load_eval_set(path)
+    assert queries[0].ingested == (held,) and queries[0].answers(frozenset({held})) == (held,)
+    report = evaluate(assistant, queries)
+    assert report.outcomes["covered"] == {"n": 1, "right": 1.0, "abstained": 0.0, "wrong": 0.0}
+    assert report.outcomes["uncovered"]["n"] == 1 and report.negatives == 1
+    path.write_text(json.dumps({"query": "x", "relevant": [], "ingested": "f" * 16}) + "\n")
+    with pytest.raises(EvalSetError, match="ingested.jsonl:1"):
+        load_eval_set(path)
+
+
 @pytest.mark.slow
 def test_cli_eval_says_which_line_is_malformed(tmp_path):
     bad = tmp_path / "bad.jsonl"
