@@ -2,20 +2,28 @@
 
     python benchmarks/ecosystem.py                              # httpx, its last 10 releases
     python benchmarks/ecosystem.py httpx:last:10 click:">=8.1" --workers 2
+    python benchmarks/ecosystem.py --builtin --cache ~/.cache/errata/releases --index   # the built-in list
 
 Prints per package the releases, records (raises and API changes) and records per release, and the
-build time of each run; the cold run uses a fresh cache folder, the warm one reuses it.
+build time of each run; the cold run uses a fresh cache folder, the warm one reuses it. With
+``--index``, the records are then indexed with the bundled ones (``errata build``) and measured on the
+dev set (``errata eval``, each a process of its own): index build time and size, retrieval p50 and the
+peak RSS of the process answering.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from assistant.releases.ecosystem import Target, build_ecosystem
+from assistant.releases.ecosystem import Target, build_ecosystem, default_targets
+from assistant.settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR
 
 
 def parse_target(text: str) -> Target:
@@ -28,8 +36,10 @@ def main() -> None:
     parser.add_argument("targets", nargs="*", default=["httpx:last:10"], help="NAME:SPEC (default httpx:last:10)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--cache", type=Path, help="cache folder (default: a fresh temporary one)")
+    parser.add_argument("--builtin", action="store_true", help="the built-in package list of build-ecosystem")
+    parser.add_argument("--index", action="store_true", help="also index and measure retrieval (minutes)")
     args = parser.parse_args()
-    targets = [parse_target(t) for t in args.targets]
+    targets = default_targets() if args.builtin else [parse_target(t) for t in args.targets]
     with tempfile.TemporaryDirectory(prefix="errata-ecosystem-") as tmp:
         cache = args.cache or Path(tmp) / "cache"
         for run in ("cold", "warm"):
@@ -47,6 +57,35 @@ def main() -> None:
             print(f"{run}: {report.summary()}; wall {seconds:.1f} s with {args.workers} worker(s)")
             if report.failed:
                 print(json.dumps(report.failed, indent=1))
+        if args.index:
+            measure_index(Path(tmp) / "kb", Path(tmp) / "index")
+
+
+def run_measured(command: list[str]) -> tuple[str, float, float]:
+    """Run ``command``; its stdout, wall seconds and peak RSS (MB) of that process alone."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    out = process.stdout.read()
+    _pid, status, usage = os.wait4(process.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(command)} failed")
+    return out, time.perf_counter() - started, usage.ru_maxrss / 1024  # ru_maxrss is in KB on Linux
+
+
+def measure_index(kb: Path, index: Path) -> None:
+    errata = [sys.executable, "-m", "assistant"]
+    kbs = ["--kb", str(BUNDLED_KB_DIR), "--kb", str(kb)]
+    _out, build_s, build_rss = run_measured([*errata, "build", *kbs, "--index", str(index)])
+    size = sum(f.stat().st_size for f in index.rglob("*") if f.is_file()) / 1e6
+    print(f"index: built in {build_s:.0f} s (peak RSS {build_rss:.0f} MB), {size:.0f} MB on disk")
+    dev = BUNDLED_EVAL_DIR / "dev.jsonl"
+    out, _seconds, rss = run_measured([*errata, "eval", "--json", *kbs, "--index", str(index), str(dev)])
+    figures = json.loads(out)
+    latency = figures["latency_ms"]
+    print(
+        f"retrieval on {dev.name}: p50 {latency['p50']:.1f} ms, p95 {latency['p95']:.1f} ms; "
+        f"peak RSS of the answering process {rss:.0f} MB; Hit@1 {figures['styles']['all']['hit@1']:.3f}"
+    )
 
 
 if __name__ == "__main__":
