@@ -243,3 +243,32 @@ def test_ingested_records_rank_by_the_offset_and_are_judged_on_their_own_evidenc
     assert int(np.argmax(offset.scores)) == top  # still first (its evidence is strong): judged without the offset
     order = np.argsort(-offset.scores, kind="stable")
     assert np.allclose(confidence_features(offset, order), confidence_features(plain, np.argsort(-plain.scores)))
+
+
+def test_words_only_ingested_records_hold_stay_unknown_to_the_confidence(small_kb, tmp_path, embedder):
+    """The confidence was fitted with the curated records' vocabulary: thousands of ingested records that
+    know every word of a question about something undocumented must not make it look familiar."""
+    from assistant import Assistant, Settings
+    from assistant.retrieval.features import FEATURES
+
+    question = "why does my zyxwvut frobulator quaggle the snorkblat when I call ollama.chat?"
+    column = FEATURES.index("unknown_words")
+    index_dir = tmp_path / "index"
+
+    def unknown_share() -> float:
+        assistant = Assistant(Settings.load(env={}, kb=[small_kb], index_dir=index_dir), embedder=embedder)
+        return float(assistant.retriever.score(assistant.parse(question)).features[0, column])
+
+    before = unknown_share()
+    path = small_kb / "ollama__ollama-python.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    ingested = dict(_ingested_generic_record(lines[0]["record"]), documentation="zyxwvut frobulator quaggle snorkblat")
+    lines.append({"record": ingested, "datasetVersion": lines[0].get("datasetVersion")})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    after = unknown_share()
+    assert before > 0.3 and after == pytest.approx(before)
+    # A curated record holding the words makes them known.
+    curated = dict(lines[0]["record"], id="fedcba9876543210", documentation="zyxwvut frobulator quaggle snorkblat")
+    lines.append({"record": curated, "datasetVersion": lines[0].get("datasetVersion")})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert unknown_share() < before - 0.3

@@ -131,6 +131,7 @@ class Retriever:
                     (r, lambda text, c=compiled: self.matcher.search(c, text))
                 )
         self._twins: dict[str, np.ndarray] = {}  # error class -> library records worded as Python words it
+        self._is_ingested: np.ndarray | None = None  # per record, made on first use (see _unknown_to_curated)
 
     # --- what each signal finds ----------------------------------------------------------------
 
@@ -241,6 +242,8 @@ class Retriever:
         found = self._find(query, dense_text, quoted)
         message_tokens, all_tokens, words, unknown = self._query_words(search_text)
         columns = {w: self.signals.all_columns(w) for w in words}  # each word's column read once per query
+        if len(self.signals.ingested) and words:
+            unknown = self._unknown_to_curated(columns, unknown, len(words))
         scored = None if n <= self.full_scoring_limit else select_candidates(found, columns)
         m = n if scored is None else len(scored)
         in_all = {w: restricted(column, scored) for w, column in columns.items()}
@@ -298,6 +301,20 @@ class Retriever:
             offset[where] = self.ingested_offset
         scores = features @ self.weights[model] - penalty - (0.0 if offset is None else offset)
         return Scored(features, scores, model, scored, penalty, offset)
+
+    def _unknown_to_curated(
+        self, columns: dict[int, tuple[np.ndarray, np.ndarray]], unknown: float, known: int
+    ) -> float:
+        """The share of the query's words no curated record holds. Thousands of ingested records know
+        most words of any paste, which made a question about something undocumented look familiar (its
+        confidence rose over the threshold); the curated records' vocabulary keeps the meaning it was
+        fitted with."""
+        if self._is_ingested is None:
+            self._is_ingested = np.zeros(len(self.records), dtype=bool)
+            self._is_ingested[self.signals.ingested] = True
+        distinct = known / (1.0 - unknown) if unknown < 1.0 else float(known)
+        curated = sum(1 for where, _values in columns.values() if not self._is_ingested[where].all())
+        return 1.0 - curated / max(distinct, 1.0)
 
     def _overlap(self, quoted: frozenset[str]) -> tuple[np.ndarray, np.ndarray]:
         """Records holding the quoted message's literal words, and the share of them each holds: a message
