@@ -68,7 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
 
     p = sub.add_parser("eval", help="measure retrieval on a query set (Hit@k, MRR, abstention, latency)")
-    p.add_argument("file", type=Path, help="JSONL of {id, query, style, relevant}, e.g. ../shared/kb/eval/dev.jsonl")
+    p.add_argument(
+        "file",
+        type=Path,
+        help="JSONL of {id, query, style, relevant[, kind, ingested]}, e.g. ../shared/kb/eval/dev.jsonl",
+    )
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     _add_common(p)
 
