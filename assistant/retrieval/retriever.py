@@ -131,7 +131,7 @@ class Retriever:
                     (r, lambda text, c=compiled: self.matcher.search(c, text))
                 )
         self._twins: dict[str, np.ndarray] = {}  # error class -> library records worded as Python words it
-        self._is_ingested: np.ndarray | None = None  # per record, made on first use (see _unknown_to_curated)
+        self._is_ingested: np.ndarray | None = None  # per record, made on first use (see _unknown_share)
 
     # --- what each signal finds ----------------------------------------------------------------
 
@@ -210,12 +210,12 @@ class Retriever:
             floor=floor,
         )
 
-    def _query_words(self, text: str) -> tuple[list[int], list[int], list[int], float]:
+    def _query_words(self, text: str) -> tuple[list[int], list[int], list[int], int]:
         """The query's tokens as ids of each BM25 vocabulary (in order, repeats kept, as bm25s scores
-        them), its distinct known words, and the share of its words no record has."""
+        them), its distinct known words, and how many distinct words it has."""
         tokens = tokenize([text])
         if not tokens.ids or not tokens.ids[0]:
-            return [], [], [], 0.0
+            return [], [], [], 0
         strings = {i: w for w, i in tokens.vocab.items()}
         in_order = [strings[t] for t in tokens.ids[0]]
         by_message = self.signals.bm25_message.vocab_dict
@@ -226,7 +226,7 @@ class Retriever:
             [by_message[w] for w in in_order if w in by_message],
             [by_all[w] for w in in_order if w in by_all],
             known,
-            1.0 - len(known) / max(len(distinct), 1),
+            len(distinct),
         )
 
     # --- scoring ---------------------------------------------------------------------------------
@@ -240,10 +240,9 @@ class Retriever:
         dense_text = query.text if model == "prose" else (query.error_line or query.text)
         quoted = message_words(query.message or "")
         found = self._find(query, dense_text, quoted)
-        message_tokens, all_tokens, words, unknown = self._query_words(search_text)
+        message_tokens, all_tokens, words, distinct = self._query_words(search_text)
         columns = {w: self.signals.all_columns(w) for w in words}  # each word's column read once per query
-        if len(self.signals.ingested) and words:
-            unknown = self._unknown_to_curated(columns, unknown, len(words))
+        unknown = self._unknown_share(columns, distinct)
         scored = None if n <= self.full_scoring_limit else select_candidates(found, columns)
         m = n if scored is None else len(scored)
         in_all = {w: restricted(column, scored) for w, column in columns.items()}
@@ -302,19 +301,20 @@ class Retriever:
         scores = features @ self.weights[model] - penalty - (0.0 if offset is None else offset)
         return Scored(features, scores, model, scored, penalty, offset)
 
-    def _unknown_to_curated(
-        self, columns: dict[int, tuple[np.ndarray, np.ndarray]], unknown: float, known: int
-    ) -> float:
-        """The share of the query's words no curated record holds. Thousands of ingested records know
-        most words of any paste, which made a question about something undocumented look familiar (its
-        confidence rose over the threshold); the curated records' vocabulary keeps the meaning it was
-        fitted with."""
-        if self._is_ingested is None:
-            self._is_ingested = np.zeros(len(self.records), dtype=bool)
-            self._is_ingested[self.signals.ingested] = True
-        distinct = known / (1.0 - unknown) if unknown < 1.0 else float(known)
-        curated = sum(1 for where, _values in columns.values() if not self._is_ingested[where].all())
-        return 1.0 - curated / max(distinct, 1.0)
+    def _unknown_share(self, columns: dict[int, tuple[np.ndarray, np.ndarray]], distinct: int) -> float:
+        """The share of the query's ``distinct`` words no curated record holds (``columns``: the known
+        ones'). Thousands of ingested records know most words of any paste, which made a question about
+        something undocumented look familiar (its confidence rose over the threshold); the curated
+        records' vocabulary keeps the meaning the confidence was fitted with."""
+        if not distinct:
+            return 0.0
+        known = len(columns)
+        if len(self.signals.ingested) and known:
+            if self._is_ingested is None:
+                self._is_ingested = np.zeros(len(self.records), dtype=bool)
+                self._is_ingested[self.signals.ingested] = True
+            known = sum(1 for where, _values in columns.values() if not self._is_ingested[where].all())
+        return 1.0 - known / distinct
 
     def _overlap(self, quoted: frozenset[str]) -> tuple[np.ndarray, np.ndarray]:
         """Records holding the quoted message's literal words, and the share of them each holds: a message
