@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -166,10 +167,7 @@ def build_ecosystem(
     # A package is merged and written as soon as its last release is scanned, and its scans let go: the
     # coordinator holds the scans of the packages in progress, not of every package (2 GB at 340 releases).
     scans: dict[str, dict[str, Scan]] = {t.package: {} for t in targets}
-    pending = {t.package: 0 for t in targets}
-    for target, _version in tasks:
-        pending[target.package] += 1
-    by_name = {t.package: t for t in targets}
+    pending = Counter(target.package for target, _version in tasks)
     written: dict[str, dict[str, Any]] = {}
     bar = tqdm(total=len(tasks), desc="releases", unit="release", disable=not show_progress)
     for (target, version), result in _run(tasks, str(cache), list(pip_args), workers, ray_address):
@@ -182,7 +180,7 @@ def build_ecosystem(
         if not pending[target.package]:
             found = scans.pop(target.package)
             if found:
-                written[target.package] = _write_package(by_name[target.package], found, output)
+                written[target.package] = _write_package(target, found, output)
     bar.close()
     report.packages = [written[t.package] for t in targets if t.package in written]
     report.seconds = time.perf_counter() - started
