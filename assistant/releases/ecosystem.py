@@ -31,7 +31,7 @@ from .versions import resolve_versions
 # and tokenizers are compiled and left out) and the pure-Python dependencies their users' tracebacks pass
 # through, with each repository's tag format. Three releases each by default: 30 packages in about 6
 # minutes on 2 cores with an empty cache, 18,123 records (see README, "The ecosystem knowledge base");
-# ``--packages FILE`` takes other ranges (``>=2.0``, ``last:40``).
+# ``--packages FILE`` takes other ranges (``>=2.0``, ``last:40``, ``minors:12``).
 DEFAULT_RELEASES = "last:3"
 DEFAULT_PACKAGES: tuple[tuple[str, ...], ...] = (  # NAME, TAG_FORMAT[, REPO]
     ("accelerate", "v{version}"),

@@ -40,26 +40,29 @@ def _field(record: Record | Mapping[str, Any], attr: str, json_name: str) -> Any
     return record.get(json_name) if isinstance(record, Mapping) else getattr(record, attr)
 
 
+def _identity_parts(record: Record | Mapping[str, Any]) -> tuple[str, str, str, str]:
+    """Repo (lower case), file as the package names it, class and message template of a record."""
+    repo = str(_field(record, "repo", "repo")).lower()
+    file_path = module_path(str(_field(record, "file_path", "filePath")))
+    error_class = str(_field(record, "error_class", "errorClass"))
+    template = message_template(str(_field(record, "error_message", "errorMessage")))
+    return repo, file_path, error_class, template
+
+
 def raise_identity(record: Record | Mapping[str, Any]) -> str:
     """``repo|file|class|message template`` of a record (a :class:`Record` or its JSON dict).
 
     Equal for a curated record and an ingested one of the same ``raise`` whatever their line numbers;
     a reworded message is a different identity here (the release merge matches rewordings itself).
     """
-    repo = str(_field(record, "repo", "repo")).lower()
-    file_path = module_path(str(_field(record, "file_path", "filePath")))
-    error_class = str(_field(record, "error_class", "errorClass"))
-    template = message_template(str(_field(record, "error_message", "errorMessage")))
-    return f"{repo}|{file_path}|{error_class}|{template}"
+    return "|".join(_identity_parts(record))
 
 
 def message_identity(record: Record | Mapping[str, Any]) -> str:
     """``repo|class|message template``: one library's error worded one way, wherever it is raised. A curated
     record of it answers for an ingested one in any file (a monorepo's ``libs/langgraph/langgraph/...``
     is the wheel's ``langgraph/...``; a message raised in two modules is one error to its user)."""
-    repo = str(_field(record, "repo", "repo")).lower()
-    error_class = str(_field(record, "error_class", "errorClass"))
-    template = message_template(str(_field(record, "error_message", "errorMessage")))
+    repo, _file_path, error_class, template = _identity_parts(record)
     return f"{repo}|{error_class}|{template}"
 
 
