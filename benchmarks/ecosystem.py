@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from measured import run_measured  # benchmarks/measured.py
 
 from assistant.releases.ecosystem import Target, build_ecosystem, default_targets
 from assistant.settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR
@@ -61,30 +61,19 @@ def main() -> None:
             measure_index(Path(tmp) / "kb", Path(tmp) / "index")
 
 
-def run_measured(command: list[str]) -> tuple[str, float, float]:
-    """Run ``command``; its stdout, wall seconds and peak RSS (MB) of that process alone."""
-    started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    out = process.stdout.read()
-    _pid, status, usage = os.wait4(process.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(command)} failed")
-    return out, time.perf_counter() - started, usage.ru_maxrss / 1024  # ru_maxrss is in KB on Linux
-
-
 def measure_index(kb: Path, index: Path) -> None:
     errata = [sys.executable, "-m", "assistant"]
     kbs = ["--kb", str(BUNDLED_KB_DIR), "--kb", str(kb)]
-    _out, build_s, build_rss = run_measured([*errata, "build", *kbs, "--index", str(index)])
+    build_s, build_rss, _out = run_measured([*errata, "build", *kbs, "--index", str(index)])
     size = sum(f.stat().st_size for f in index.rglob("*") if f.is_file()) / 1e6
-    print(f"index: built in {build_s:.0f} s (peak RSS {build_rss:.0f} MB), {size:.0f} MB on disk")
+    print(f"index: built in {build_s:.0f} s (peak RSS {build_rss / 1024:.0f} MB), {size:.0f} MB on disk")
     dev = BUNDLED_EVAL_DIR / "dev.jsonl"
-    out, _seconds, rss = run_measured([*errata, "eval", "--json", *kbs, "--index", str(index), str(dev)])
+    _seconds, rss, out = run_measured([*errata, "eval", "--json", *kbs, "--index", str(index), str(dev)], capture=True)
     figures = json.loads(out)
     latency = figures["latency_ms"]
     print(
         f"retrieval on {dev.name}: p50 {latency['p50']:.1f} ms, p95 {latency['p95']:.1f} ms; "
-        f"peak RSS of the answering process {rss:.0f} MB; Hit@1 {figures['styles']['all']['hit@1']:.3f}"
+        f"peak RSS of the answering process {rss / 1024:.0f} MB; Hit@1 {figures['styles']['all']['hit@1']:.3f}"
     )
 
 

@@ -35,6 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from measured import run_measured  # noqa: E402  (benchmarks/measured.py)
+
 from tests.slack_server import BOT_TOKEN, FakeSlack  # noqa: E402
 
 PASTE = "smolagents.utils.AgentError: Agent interrupted."
@@ -49,16 +51,8 @@ def env(**extra: str) -> dict[str, str]:
 
 def run(command: list[str], **extra: str) -> tuple[float, int]:
     """Wall seconds and peak resident kilobytes of one process run to the end."""
-    with tempfile.TemporaryFile() as errors:  # a file, not a pipe: progress bars cannot fill it and stall
-        started = time.perf_counter()
-        process = subprocess.Popen(command, env=env(**extra), stdout=subprocess.DEVNULL, stderr=errors)
-        _, status, usage = os.wait4(process.pid, 0)  # this child's own peak RSS
-        seconds = time.perf_counter() - started
-        process.returncode = os.waitstatus_to_exitcode(status)
-        if process.returncode != 0:
-            errors.seek(0)
-            raise SystemExit(f"{command} failed: {errors.read().decode()[-2000:]}")
-    return seconds, usage.ru_maxrss
+    seconds, rss, _out = run_measured(command, env=env(**extra))
+    return seconds, rss
 
 
 def until_ready(command: list[str], ready, timeout: float = 300, **extra: str) -> float:
