@@ -21,8 +21,24 @@ _IPYTHON_FRAME_RE = re.compile(
     r"^\s*(?:File (?P<file>\S.*?):(?P<line>\d+)|(?P<cell>Cell In\s?\[\d*\]), line (?P<cell_line>\d+))"
     r"(?:, in (?P<func>[^\s(]+)(?:\(.*\))?)?\s*$"  # IPython 8 shows the arguments: ``in f(x, y)``
 )
+# IPython 7 and older name the file and function only: ``/usr/lib/python3.7/site-packages/x/y.py in f(a, b)``
+# or ``<ipython-input-3-1c2d> in <module>()``; the line number is the one the arrow below points at.
+_IPYTHON_OLD_FRAME_RE = re.compile(
+    r"^\s*(?P<file>(?:/|~|[A-Za-z]:\\|\.{1,2}/)\S*\.py|<ipython-input-[\w-]+>) in (?P<func>[^\s(]+)(?:\(.*\))?\s*$"
+)
+# pytest's and Rich's frames: ``tests/test_api.py:12: in test_get`` and ``│ /app/crew.py:512 in kickoff │``.
+_PY_FILE = r"(?P<file>(?:[A-Za-z]:)?[^:\s][^:]*?\.py):(?P<line>\d+)"  # ``C:\app\x.py:12`` too
+_LOCATION_FRAME_RE = re.compile(rf"^\s*{_PY_FILE}:? in (?P<func>[^\s(]+)\s*$")
+# pytest's last location line, ``tests/test_api.py:12: KeyError``: where the test failed, and with what.
+_PYTEST_WHERE_RE = re.compile(rf"^{_PY_FILE}: (?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*$")
+# pytest marks the failing source line with ``>`` and prefixes the error's lines with ``E``.
+_PYTEST_CODE_RE = re.compile(r"^>\s+(?P<code>\S.*)$")
+_PYTEST_ERROR_RE = re.compile(r"^E {2,}(?P<rest>\S.*)$")
+# Rich draws a traceback in a box (``│ ... │``) and marks the failing line ``❱ 512 │ code``.
+_RICH_BORDER_RE = re.compile(r"^\s*[│┃|]\s?(?P<inner>.*?)\s*[│┃|]?\s*$")
+_RICH_CODE_RE = re.compile(r"^\s*❱\s*\d+\s*│(?P<code>.*)$")
 # The failing line under an IPython frame: ``----> 5 total += row["amount"]``.
-_IPYTHON_ARROW_RE = re.compile(r"^-+>\s*\d+\s(?P<code>.*)$")
+_IPYTHON_ARROW_RE = re.compile(r"^-+>\s*(?P<line>\d+)\s(?P<code>.*)$")
 # ``pkg.module.Class: message`` (the message is optional for a class that is clearly an exception).
 _EXC_LINE_RE = re.compile(r"^(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Za-z_]\w*))(?::(?:\s(?P<msg>.*))?)?$")
 # The same, found inside prose: "it fails with ValueError: base_url and ...".
@@ -158,7 +174,9 @@ def parse_query(raw: str | bytes, *, max_chars: int = 20_000) -> Query:
     if not text:
         return Query(text="", kind="empty", notes=tuple(notes))
     lines = [_FENCE_RE.sub("", line).rstrip() for line in text.split("\n")]
-    lines = [line[2:] if line.startswith("> ") else line for line in lines]  # Slack / markdown quotes
+    if not any(_PYTEST_ERROR_RE.match(line) for line in lines):  # pytest marks its code lines with ``> ``
+        lines = [line[2:] if line.startswith("> ") else line for line in lines]  # Slack / markdown quotes
+    lines = _unframed(lines)
     body = "\n".join(lines).strip()
     frames = _frames(lines)
     is_traceback = bool(frames) or any(line.strip().startswith("Traceback (most recent call last)") for line in lines)
@@ -203,6 +221,27 @@ def parse_query(raw: str | bytes, *, max_chars: int = 20_000) -> Query:
     )
 
 
+def _unframed(lines: list[str]) -> list[str]:
+    """The lines of a paste with pytest's ``E`` prefixes and Rich's box borders taken off, so their error
+    lines read as plain ones (``E       KeyError: 'amount'``, ``│ /app/crew.py:512 in kickoff │``)."""
+    if any(line.lstrip().startswith("╭") and "Traceback" in line for line in lines):
+        lines = [m["inner"] if (m := _RICH_BORDER_RE.match(line)) else line for line in lines]
+    if any(_PYTEST_ERROR_RE.match(line) for line in lines):
+        lines = [m["rest"] if (m := _PYTEST_ERROR_RE.match(line)) else line for line in lines]
+    return lines
+
+
+def _location_code(lines: list[str], i: int) -> str | None:
+    """The source line shown under a pytest or Rich frame: Rich's ``❱`` line, else pytest's indented one."""
+    for nxt in lines[i + 1 : i + 12]:
+        if _LOCATION_FRAME_RE.match(nxt):
+            break
+        if m := _RICH_CODE_RE.match(nxt) or _PYTEST_CODE_RE.match(nxt.strip()):
+            return m["code"].replace("│", " ").strip() or None
+    nxt = lines[i + 1] if i + 1 < len(lines) else ""
+    return nxt.strip() if nxt[:1].isspace() and nxt.strip() else None
+
+
 def _frames(lines: list[str]) -> tuple[Frame, ...]:
     """Each traceback frame with the source line shown under it (plain and IPython/Jupyter layouts)."""
     frames: list[Frame] = []
@@ -221,6 +260,22 @@ def _frames(lines: list[str]) -> tuple[Frame, ...]:
             )
             file = m["file"] or m["cell"]
             frames.append(Frame(file, int(m["line"] or m["cell_line"]), m["func"], code))
+            continue
+        m = _IPYTHON_OLD_FRAME_RE.match(line)
+        if m:
+            arrow = next(filter(None, map(_IPYTHON_ARROW_RE.match, lines[i + 1 : i + 12])), None)
+            if arrow:  # IPython always points at the frame's line; without one it is prose that looks alike
+                frames.append(Frame(m["file"], int(arrow["line"]), m["func"], arrow["code"].strip()))
+            continue
+        m = _LOCATION_FRAME_RE.match(line)
+        if m:
+            frames.append(Frame(m["file"], int(m["line"]), m["func"], _location_code(lines, i)))
+            continue
+        m = _PYTEST_WHERE_RE.match(line)
+        if m:  # the test's own frame: the code is the ``>`` line above it
+            above = (c for c in map(_PYTEST_CODE_RE.match, reversed(lines[max(0, i - 30) : i])) if c)
+            code = next(above, None)
+            frames.append(Frame(m["file"], int(m["line"]), None, code["code"].strip() if code else None))
     return tuple(frames)
 
 

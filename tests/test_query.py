@@ -201,3 +201,62 @@ def test_vs_codes_exception_has_occurred_names_the_class_and_message():
     assert (q.kind, q.exception_class, q.message) == ("traceback", "KeyError", "'amount'")
     assert q.frames[0].code == 'total += row["amount"]'
     assert parse_query("Exception has occurred in the worker, see the log").exception_class is None
+
+
+def test_ipython_7_frames_name_the_file_and_take_the_line_from_the_arrow():
+    paste = """HTTPError                                 Traceback (most recent call last)
+/usr/local/lib/python3.7/dist-packages/huggingface_hub/utils/_errors.py in hf_raise_for_status(response, endpoint_name)
+    212     try:
+--> 213         response.raise_for_status()
+    214     except HTTPError as e:
+
+<ipython-input-3-8a9f91e648da> in <module>
+----> 1 card = ModelCard.load("user/repo")
+
+HTTPError: 401 Client Error: Unauthorized for url: https://huggingface.co/user/repo/resolve/main/README.md"""
+    q = parse_query(paste)
+    assert q.kind == "traceback" and q.libraries == ("huggingface_hub",)
+    assert [(f.line, f.function, f.code) for f in q.frames] == [
+        (213, "hf_raise_for_status", "response.raise_for_status()"),
+        (1, "<module>", 'card = ModelCard.load("user/repo")'),
+    ]
+    # Prose that reads like one, with no arrow under it, is no frame.
+    assert parse_query("See /tmp/app.py in main(x) for the call.\nKeyError: 'x'").frames == ()
+
+
+def test_pytest_failures_read_as_tracebacks_with_their_frames_and_e_lines():
+    own = """    def test_total():
+>       assert report.total(rows)["amount"] == 3
+E       KeyError: 'amount'
+
+tests/test_report.py:12: KeyError"""
+    q = parse_query(own)
+    assert (q.kind, q.exception_class, q.message) == ("traceback", "KeyError", "'amount'")
+    assert q.libraries == () and (q.frames[-1].file, q.frames[-1].line) == ("tests/test_report.py", 12)
+    assert q.frames[-1].code == 'assert report.total(rows)["amount"] == 3'
+    inside = """tests/test_fetch.py:8: in test_fetch
+    r = httpx.get("http://localhost:9")
+.venv/lib/python3.11/site-packages/httpx/_api.py:195: in get
+    return request(
+E   httpx.ConnectError: [Errno 111] Connection refused"""
+    q = parse_query(inside)
+    assert (q.exception_class, q.message, q.libraries) == ("ConnectError", "[Errno 111] Connection refused", ("httpx",))
+    assert [(f.file.rsplit("/", 1)[-1], f.line, f.function) for f in q.frames] == [
+        ("test_fetch.py", 8, "test_fetch"),
+        ("_api.py", 195, "get"),
+    ]
+    # Without pytest's E lines, a quoted "> " line is still a Slack / markdown quote.
+    assert parse_query("> KeyError: 'amount'").exception_class == "KeyError"
+
+
+def test_a_rich_traceback_box_is_read_as_frames():
+    paste = """╭───────────────────── Traceback (most recent call last) ─────────────────────╮
+│ /home/me/.venv/lib/python3.11/site-packages/crewai/crew.py:512 in kickoff    │
+│                                                                              │
+│ ❱ 512 │   │   result = self._run_sequential_process()                        │
+╰──────────────────────────────────────────────────────────────────────────────╯
+ValueError: Invalid Task: Task description must be provided"""
+    q = parse_query(paste)
+    assert (q.kind, q.exception_class, q.libraries) == ("traceback", "ValueError", ("crewai",))
+    assert (q.frames[0].line, q.frames[0].function) == (512, "kickoff")
+    assert q.frames[0].code == "result = self._run_sequential_process()"

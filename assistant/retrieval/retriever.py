@@ -370,7 +370,7 @@ class Retriever:
         if raised_in_own_code(query):
             # Only a library record whose own wording the message matches may answer (a compiled extension
             # raises in the user's frame: ``TypeError: TextInputSequence must be str`` is tokenizers').
-            specific = np.setdiff1d(found.on_message, twins)
+            specific = np.setdiff1d(np.union1d(found.on_message, found.on_text), twins)
             return np.union1d(self._python, specific), True
         if query.frames:  # raised inside an installed package or Python's lib folder: anyone may answer
             return NONE, False
