@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -93,13 +93,50 @@ class EvalReport:
         return "\n".join(lines)
 
 
-def load_eval_set(path: str | Path) -> list[EvalQuery]:
-    """Read a query set, with an error naming the line when one is malformed."""
+def load_eval_set(path: str | Path, labels: str | Path | None = None) -> list[EvalQuery]:
+    """Read a query set, with an error naming the line when one is malformed. ``labels``: a JSONL of
+    ``{id, ingested}`` adding ingested answers to the set's queries by id (a set copied from elsewhere, such
+    as dev, stays as it came)."""
     path = Path(path)
+    text = _read(path, "query set")
+    queries = _parse_queries(path, text)
+    if labels is None:
+        return queries
+    extra = _load_labels(Path(labels))
+    unknown = sorted(set(extra) - {q.id for q in queries})
+    if unknown:
+        raise EvalSetError(f"{labels}: {len(unknown)} id(s) not in {path}, first {unknown[0]!r}")
+    return [
+        replace(q, ingested=tuple(dict.fromkeys([*q.ingested, *extra[q.id]]))) if q.id in extra else q
+        for q in queries
+    ]
+
+
+def _read(path: Path, what: str) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise EvalSetError(f"cannot read the query set {path}: {exc.strerror or exc}") from exc
+        raise EvalSetError(f"cannot read the {what} {path}: {exc.strerror or exc}") from exc
+
+
+def _load_labels(path: Path) -> dict[str, list[str]]:
+    labels: dict[str, list[str]] = {}
+    for number, line in enumerate(_read(path, "labels file").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            ingested = row["ingested"]
+            if not isinstance(ingested, list) or not all(isinstance(i, str) for i in ingested):
+                raise TypeError("ingested must be a list of record ids")
+            labels.setdefault(str(row["id"]), []).extend(ingested)
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            expected = "expected a JSON object with 'id' and 'ingested' (list)"
+            raise EvalSetError(f"{path}:{number}: {expected} ({exc})") from exc
+    return labels
+
+
+def _parse_queries(path: Path, text: str) -> list[EvalQuery]:
     queries = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():

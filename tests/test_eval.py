@@ -105,6 +105,28 @@ def test_ingested_answers_count_only_where_the_knowledge_base_holds_them(assista
         load_eval_set(path)
 
 
+def test_a_labels_file_adds_ingested_answers_to_a_set_by_id(assistant, tmp_path):
+    """dev.jsonl is copied from ../shared as it is: the ecosystem's answers to it are labelled beside it."""
+    held = "c6aeeba10bb30da8"
+    queries = tmp_path / "set.jsonl"
+    queries.write_text(
+        json.dumps({"id": "q1", "query": "smolagents.utils.AgentError: Agent interrupted.", "relevant": []}) + "\n"
+        + json.dumps({"id": "q2", "query": "KeyError: 'amount'", "relevant": []}) + "\n"
+    )  # fmt: skip
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"id": "q1", "ingested": [held]}) + "\n")
+    loaded = load_eval_set(queries, labels)
+    assert [q.ingested for q in loaded] == [(held,), ()]
+    assert evaluate(assistant, loaded).outcomes["covered"]["n"] == 1
+    assert load_eval_set(queries)[0].ingested == ()  # the set itself is unchanged
+    labels.write_text(json.dumps({"id": "q9", "ingested": [held]}) + "\n")
+    with pytest.raises(EvalSetError, match="not in"):
+        load_eval_set(queries, labels)
+    labels.write_text(json.dumps({"id": "q1", "ingested": held}) + "\n")
+    with pytest.raises(EvalSetError, match="labels.jsonl:1"):
+        load_eval_set(queries, labels)
+
+
 @pytest.mark.slow
 def test_cli_eval_says_which_line_is_malformed(tmp_path):
     bad = tmp_path / "bad.jsonl"

@@ -78,6 +78,23 @@ def test_changing_one_record_re_embeds_exactly_that_record(small_kb, tmp_path, c
 
 
 @pytest.mark.slow
+def test_a_rebuild_that_drops_most_of_an_index_says_so(small_kb, tmp_path, counting, caplog, monkeypatch):
+    """``--index`` pointed at another knowledge base's index rebuilds it; the vectors it drops are lost."""
+    from assistant.index import faiss_store
+
+    records = load_records(small_kb)
+    index_dir = tmp_path / "index"
+    open_index(records, counting, index_dir)
+    monkeypatch.setattr(faiss_store, "SHRINK_WARNING_RECORDS", 10)
+    with caplog.at_level(logging.WARNING):
+        open_index(records[: len(records) // 2 + 1], counting, index_dir)  # half of it kept: no warning
+        assert "drops the rest" not in caplog.text
+        index, report = open_index(records[:5], counting, index_dir)
+    assert report.rebuilt and len(index) == 5
+    assert f"held {len(records) // 2 + 1} records" in caplog.text and "--kb" in caplog.text
+
+
+@pytest.mark.slow
 def test_truncated_faiss_file_is_rebuilt_with_a_warning(small_kb, tmp_path, counting, caplog):
     records = load_records(small_kb)
     index_dir = tmp_path / "index"

@@ -73,6 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         help="JSONL of {id, query, style, relevant[, kind, ingested]}, e.g. ../shared/kb/eval/dev.jsonl",
     )
+    p.add_argument(
+        "--labels",
+        type=Path,
+        help="JSONL of {id, ingested}: ingested answers added to the set's queries (see benchmarks/data)",
+    )
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     _add_common(p)
 
@@ -261,7 +266,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
     from ..api import Assistant, configure_serving_threads
     from ..evaluate import evaluate, load_eval_set
 
-    queries = load_eval_set(args.file)
+    queries = load_eval_set(args.file, args.labels)
     configure_serving_threads(settings)  # latency as a server measures it
     assistant = Assistant(settings, show_progress=sys.stderr.isatty())
     report = evaluate(assistant, queries)

@@ -135,6 +135,7 @@ def open_faiss_index(
                 logger.warning("index at %s is corrupt (%s); rebuilding", index_dir, reason)
         elif manifest is not None:
             reason = "records changed"
+            _warn_if_shrinking(index_dir, len(manifest["ids"]), ids)
 
         cache = EmbeddingCache.open(index_dir, None if force else manifest)
         partial = PartialEmbeddings(index_dir / PARTIAL_DIR, embedder.model_id, fresh=force)
@@ -163,6 +164,24 @@ def open_faiss_index(
         )
         logger.info("%s", report.summary())
         return _make_vector_index(index, ids, manifest, vectors), report
+
+
+# A rebuild that drops more records than this, and most of the index, is probably another knowledge
+# base pointed at the same index folder (``--index`` given without the ``--kb`` it was built from).
+SHRINK_WARNING_RECORDS = 1000
+
+
+def _warn_if_shrinking(index_dir: Path, held: int, ids: Sequence[str]) -> None:
+    """Say so when a rebuild is about to replace a large index by a much smaller one: the vectors of the
+    records it drops are not kept, and embedding them again takes minutes."""
+    if held - len(ids) > SHRINK_WARNING_RECORDS and len(ids) < held / 2:
+        logger.warning(
+            "the index at %s held %d records; rebuilding it for the %d of this knowledge base drops the rest "
+            "(to keep it, pass the --kb folders it was built from, or use another --index)",
+            index_dir,
+            held,
+            len(ids),
+        )
 
 
 def load_index(index_dir: Path, embedder_id: str) -> FaissIndex:
