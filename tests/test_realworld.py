@@ -88,6 +88,23 @@ def test_a_single_word_abstains(assistant, word):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("key", ["model", "content", "message"])
+def test_a_python_error_inside_one_librarys_frames_never_cites_another_librarys_record(assistant, key):
+    """``KeyError: 'model'`` raised by Python in langgraph's code: ollama-python's KeyError record (a
+    ``raise KeyError(...)`` of its own) is not what happened, however its ``{key}`` template reads."""
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/me/app/run.py", line 12, in <module>\n'
+        "    graph.invoke(inputs, config)\n"
+        '  File "/usr/local/lib/python3.11/site-packages/langgraph/pregel/loop.py", line 377, in _put\n'
+        f'    id=self.config["configurable"]["{key}"]\n'
+        f"KeyError: '{key}'\n"
+    )
+    hits = assistant.retrieve(paste)[1].hits
+    assert hits[0].record.repo == PYTHON
+    assert {h.record.repo for h in hits} <= {PYTHON, "langchain-ai/langgraph"}
+
+
 def test_user_code_errors_never_cite_a_library_not_in_play(assistant):
     """On the real-world set's pastes of errors from one's own code (no library frame, no library named),
     a confident answer is always one of Python's own records."""

@@ -37,11 +37,6 @@ def is_pythons_class(query: Query, python_classes: frozenset[str]) -> bool:
     return cls in _BUILTIN_EXCEPTIONS or cls in python_classes
 
 
-def raised_in_own_code(query: Query) -> bool:
-    """A traceback whose innermost frame is the user's code (not site-packages, not Python's lib folder)."""
-    return bool(query.frames) and not query.frames[-1].in_library
-
-
 # ``raise KeyError(...)``: an exception constructed on the line (a bare ``raise`` or ``raise exc`` re-raises
 # one that may be Python's own).
 _CONSTRUCTED_RAISE_RE = re.compile(r"^raise\s+[\w.]+\(")

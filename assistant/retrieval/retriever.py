@@ -55,7 +55,7 @@ from .candidates import (
 from .confidence import SHORT_QUERY_CONFIDENCE, confidence_features, sigmoid, too_short_to_tell
 from .features import Found, Scored, bm25_sum, why
 from .matching import PATTERN_MESSAGE_CHARS, PATTERN_TEXT_CHARS, PatternMatcher, compile_pattern
-from .ownership import PYTHON_REPO, is_pythons_class, python_wording_twins, raised_by_a_package, raised_in_own_code
+from .ownership import PYTHON_REPO, is_pythons_class, python_wording_twins, raised_by_a_package
 from .pattern_owners import pattern_owners
 from .signals import SignalIndex, message_words, path_tail, tokenize
 from .weights import FittedWeights, load_weights
@@ -358,7 +358,7 @@ class Retriever:
             return self._python[self._python_class_of != query.exception_class], False
         if raised_by_a_package(query):
             return self._python, False
-        if found.known is not None:
+        if found.known is not None and not query.frames:
             return NONE, False
         cls = query.exception_class or ""
         if cls not in self._twins:
@@ -367,13 +367,13 @@ class Retriever:
                 self.records, same_class, self._python_patterns, self._pattern_search
             )
         twins = self._twins[cls]
-        if raised_in_own_code(query):
-            # Only a library record whose own wording the message matches may answer (a compiled extension
-            # raises in the user's frame: ``TypeError: TextInputSequence must be str`` is tokenizers').
-            specific = np.setdiff1d(np.union1d(found.on_message, found.on_text), twins)
-            return np.union1d(self._python, specific), True
-        if query.frames:  # raised inside an installed package or Python's lib folder: anyone may answer
-            return NONE, False
+        if query.frames:
+            # Python raised it, in the user's code or inside a package: Python's records answer, and a
+            # library's only where that library is in play (its frames, its module, named) or its own
+            # wording matches (a compiled extension raises in the user's frame: ``TypeError:
+            # TextInputSequence must be str`` is tokenizers'), never another library's of the same class.
+            allowed = np.union1d(self._python, np.setdiff1d(np.union1d(found.on_message, found.on_text), twins))
+            return (allowed if found.known is None else np.union1d(allowed, found.known)), True
         return twins, False
 
     def _coverage(self, in_all: dict[int, tuple[np.ndarray, np.ndarray]], m: int) -> tuple[np.ndarray, np.ndarray]:
