@@ -105,6 +105,25 @@ def test_a_python_error_inside_one_librarys_frames_never_cites_another_librarys_
     assert {h.record.repo for h in hits} <= {PYTHON, "langchain-ai/langgraph"}
 
 
+def test_a_bare_class_no_record_has_abstains_however_long_the_traceback(assistant):
+    """``PanicException`` closing a Jupyter traceback: no message, a class no record knows, nothing to match."""
+    paste = """---------------------------------------------------------------------------
+PanicException                            Traceback (most recent call last)
+<ipython-input-17-672efbeb11a2> in <module>
+----> 4 tokenizer(s, max_length=1024, truncation=True)
+
+c:\\env\\lib\\site-packages\\transformers\\tokenization_utils_base.py in __call__(self, text, text_pair)
+-> 2368                 **kwargs,
+
+PanicException"""
+    retrieval = assistant.retrieve(paste)[1]
+    assert not retrieval.confident and retrieval.confidence <= 0.05
+    # A class the knowledge base knows, or the same class with its message, is still searched as usual.
+    with_message = paste + ": called `Result::unwrap()` on an `Err` value: Internal"
+    assert not assistant.retriever._bare_unknown_class(assistant.parse(with_message))
+    assert not assistant.retriever._bare_unknown_class(assistant.parse(paste.replace("PanicException", "KeyError")))
+
+
 def test_user_code_errors_never_cite_a_library_not_in_play(assistant):
     """On the real-world set's pastes of errors from one's own code (no library frame, no library named),
     a confident answer is always one of Python's own records."""

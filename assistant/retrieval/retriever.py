@@ -400,12 +400,18 @@ class Retriever:
         scored = self.score(query)
         order = best(scored.scores, max(k, 2))
         confidence = self.confidence(scored, order)
-        if too_short_to_tell(query):
+        if too_short_to_tell(query) or self._bare_unknown_class(query):
             confidence = min(confidence, SHORT_QUERY_CONFIDENCE)
         hits = [
             Hit(self.records[scored.position(j)], float(scored.scores[j]), why(scored.features[j])) for j in order[:k]
         ]
         return Retrieval(hits, confidence, confidence >= self.confidence_threshold)
+
+    def _bare_unknown_class(self, query: Query) -> bool:
+        """An error line that is only a class no record has (``PanicException`` closing a cut traceback):
+        nothing in it to match, whatever the frames above it; errata asks for the message instead."""
+        cls = query.exception_class
+        return bool(query.kind != "question" and cls and not query.message and cls not in self.signals.classes)
 
     def confidence(self, scored: Scored, order: np.ndarray) -> float:
         """The probability that the first record answers the query (logistic over the top hit's signals)."""
