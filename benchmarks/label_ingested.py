@@ -38,6 +38,34 @@ def named_in(record: Record, text: str) -> bool:
     return name in text or name.replace("-", "_") in text
 
 
+_PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}")
+COVERED_LITERALS = 0.6  # a message cut short must still hold this share of the template's literal text
+
+
+def template_regex(template: str) -> str:
+    """The template as a regex: literal text escaped (any run of spaces as any), each placeholder any text."""
+    parts = _PLACEHOLDER_RE.split(template)
+    return ".+?".join(r"\s+".join(map(re.escape, re.split(r"\s+", part))) for part in parts)
+
+
+def literal_length(template: str) -> int:
+    return len(_PLACEHOLDER_RE.sub("", template))
+
+
+def cut_short(message: str, template: str) -> bool:
+    """Whether ``message`` is the template rendered and cut at the end of one of its sentences (a paste
+    that leaves out a trailing ``Response details: {response}``, say) and still holds most of its literal
+    text: what a ``messagePattern`` written for the whole message misses."""
+    message, whole = message.strip(), literal_length(template)
+    for end in (m.end() for m in re.finditer(r"[.!?](?=\s)", template)):
+        head = template[:end]
+        if head.count("{") != head.count("}") or literal_length(head) < COVERED_LITERALS * whole:
+            continue
+        if re.fullmatch(template_regex(head), message):
+            return True
+    return False
+
+
 def exact_raises(query_text: str, by_class: dict[str, list[Record]]) -> list[Record]:
     query = parse_query(query_text)
     if not query.message or not query.exception_class:
@@ -45,7 +73,9 @@ def exact_raises(query_text: str, by_class: dict[str, list[Record]]) -> list[Rec
     hits = []
     for record in by_class.get(query.exception_class, []):
         try:
-            if record.message_pattern and re.search(record.message_pattern, query.message):
+            if (record.message_pattern and re.search(record.message_pattern, query.message)) or cut_short(
+                query.message, record.error_message
+            ):
                 hits.append(record)
         except re.error:
             continue
