@@ -32,7 +32,7 @@ _LAZY = {
     "open_index": ".index",
     "IngestReport": ".ingest",
     "ingest_to_file": ".ingest",
-    "Frame": ".query",
+    "Frame": ".frames",
     "Query": ".query",
     "parse_query": ".query",
     "Record": ".records",
@@ -90,10 +90,11 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # for type checkers and editors; at run time the names load lazily (above)
     from .answer import Answer, Citation, Hit, Retrieval
     from .api import Assistant, ask, search
+    from .frames import Frame
     from .frontends.excepthook import install
     from .frontends.ipython import load_ipython_extension, unload_ipython_extension
     from .index import VectorStore, load_index, open_index
     from .ingest import IngestReport, ingest_to_file
-    from .query import Frame, Query, parse_query
+    from .query import Query, parse_query
     from .records import Record, load_records
     from .settings import Settings

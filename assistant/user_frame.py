@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .query import Frame, Query
+from .frames import Frame
+from .query import Query
 
 _KEY_RE = re.compile(r"^(?P<key>'[^'\n]*'|\"[^\"\n]*\"|-?\d+|None|True|False)$")
 _ATTRIBUTE_RE = re.compile(r"'(?P<type>[\w.]+)' object has no attribute '(?P<name>\w+)'")

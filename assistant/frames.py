@@ -1,0 +1,119 @@
+"""Traceback frames in the layouts people paste: Python's own, IPython 8 and 7, pytest's failure report
+and Rich's boxed tracebacks. ``query.py`` finds the error line; this module reads where it was raised.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# A traceback frame line: File "path", line N, in func
+FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?\s*$')
+# IPython / Jupyter frames: ``File ~/proj/app.py:12, in main(x)`` and ``Cell In[3], line 5``.
+_IPYTHON_FRAME_RE = re.compile(
+    r"^\s*(?:File (?P<file>\S.*?):(?P<line>\d+)|(?P<cell>Cell In\s?\[\d*\]), line (?P<cell_line>\d+))"
+    r"(?:, in (?P<func>[^\s(]+)(?:\(.*\))?)?\s*$"  # IPython 8 shows the arguments: ``in f(x, y)``
+)
+# IPython 7 and older name the file and function only: ``/usr/lib/python3.7/site-packages/x/y.py in f(a, b)``
+# or ``<ipython-input-3-1c2d> in <module>()``; the line number is the one the arrow below points at.
+_IPYTHON7_FRAME_RE = re.compile(
+    r"^\s*(?P<file>(?:/|~|[A-Za-z]:\\|\.{1,2}/)\S*\.py|<ipython-input-[\w-]+>) in (?P<func>[^\s(]+)(?:\(.*\))?\s*$"
+)
+# pytest's and Rich's frames: ``tests/test_api.py:12: in test_get`` and ``│ /app/crew.py:512 in kickoff │``.
+_PY_FILE = r"(?P<file>(?:[A-Za-z]:)?[^:\s][^:]*?\.py):(?P<line>\d+)"  # ``C:\app\x.py:12`` too
+_LOCATION_FRAME_RE = re.compile(rf"^\s*{_PY_FILE}:? in (?P<func>[^\s(]+)\s*$")
+# pytest's last location line, ``tests/test_api.py:12: KeyError``: where the test failed, and with what.
+_PYTEST_WHERE_RE = re.compile(rf"^{_PY_FILE}: (?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*$")
+# pytest marks the failing source line with ``>`` and prefixes the error's lines with ``E``.
+_PYTEST_CODE_RE = re.compile(r"^>\s+(?P<code>\S.*)$")
+_PYTEST_ERROR_RE = re.compile(r"^E {2,}(?P<rest>\S.*)$")
+# Rich draws a traceback in a box (``│ ... │``) and marks the failing line ``❱ 512 │ code``.
+_RICH_BORDER_RE = re.compile(r"^\s*[│┃|]\s?(?P<inner>.*?)\s*[│┃|]?\s*$")
+_RICH_CODE_RE = re.compile(r"^\s*❱\s*\d+\s*│(?P<code>.*)$")
+# The failing line under an IPython frame: ``----> 5 total += row["amount"]``.
+_IPYTHON_ARROW_RE = re.compile(r"^-+>\s*(?P<line>\d+)\s(?P<code>.*)$")
+# Where installed packages and Python's own modules live.
+SITE_PACKAGES_RE = re.compile(r"(?:site|dist)-packages[/\\](?P<lib>[A-Za-z_][\w\-]*)")
+_STDLIB_PATH_RE = re.compile(r"[/\\]lib[/\\](?:python|pypy)\d[\d.]*[/\\](?!(?:site|dist)-packages)")
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One frame of a traceback: where the code ran, and the source line shown under it when pasted."""
+
+    file: str
+    line: int
+    function: str | None
+    code: str | None = None  # the source line the traceback shows under the frame
+
+    @property
+    def in_library(self) -> bool:
+        """Installed packages' code (site-packages) or Python's own (its lib folder), not the user's."""
+        path = self.file.replace("\\", "/")
+        return self.in_installed_package or bool(_STDLIB_PATH_RE.search(path) or path.startswith("<frozen"))
+
+    @property
+    def in_installed_package(self) -> bool:
+        """An installed package's code (site-packages), not Python's own lib folder nor the user's."""
+        return bool(SITE_PACKAGES_RE.search(self.file.replace("\\", "/")))
+
+
+def unframed(lines: list[str]) -> list[str]:
+    """The lines of a paste with pytest's ``E`` prefixes and Rich's box borders taken off, so their error
+    lines read as plain ones (``E       KeyError: 'amount'``, ``│ /app/crew.py:512 in kickoff │``)."""
+    if any(line.lstrip().startswith("╭") and "Traceback" in line for line in lines):
+        lines = [m["inner"] if (m := _RICH_BORDER_RE.match(line)) else line for line in lines]
+    if is_pytest_report(lines):
+        lines = [m["rest"] if (m := _PYTEST_ERROR_RE.match(line)) else line for line in lines]
+    return lines
+
+
+def _location_code(lines: list[str], i: int) -> str | None:
+    """The source line shown under a pytest or Rich frame: Rich's ``❱`` line, else pytest's indented one."""
+    for nxt in lines[i + 1 : i + 12]:
+        if _LOCATION_FRAME_RE.match(nxt):
+            break
+        if m := _RICH_CODE_RE.match(nxt) or _PYTEST_CODE_RE.match(nxt.strip()):
+            return m["code"].replace("│", " ").strip() or None
+    nxt = lines[i + 1] if i + 1 < len(lines) else ""
+    return nxt.strip() if nxt[:1].isspace() and nxt.strip() else None
+
+
+def read_frames(lines: list[str]) -> tuple[Frame, ...]:
+    """Each traceback frame with the source line shown under it (plain and IPython/Jupyter layouts)."""
+    frames: list[Frame] = []
+    for i, line in enumerate(lines):
+        m = FRAME_RE.match(line)
+        if m:
+            code = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            usable = code and not FRAME_RE.match(lines[i + 1]) and lines[i + 1][:1].isspace()
+            func = (m["func"] or "").strip() or None
+            frames.append(Frame(m["file"], int(m["line"]), func, code if usable else None))
+            continue
+        m = _IPYTHON_FRAME_RE.match(line)
+        if m:
+            code = next((a["code"].strip() for a in map(_IPYTHON_ARROW_RE.match, lines[i + 1 : i + 12]) if a), None)
+            file = m["file"] or m["cell"]
+            frames.append(Frame(file, int(m["line"] or m["cell_line"]), m["func"], code))
+            continue
+        m = _IPYTHON7_FRAME_RE.match(line)
+        if m:
+            arrow = next(filter(None, map(_IPYTHON_ARROW_RE.match, lines[i + 1 : i + 12])), None)
+            if arrow:  # IPython always points at the frame's line; without one it is prose that looks alike
+                frames.append(Frame(m["file"], int(arrow["line"]), m["func"], arrow["code"].strip()))
+            continue
+        m = _LOCATION_FRAME_RE.match(line)
+        if m:
+            frames.append(Frame(m["file"], int(m["line"]), m["func"], _location_code(lines, i)))
+            continue
+        m = _PYTEST_WHERE_RE.match(line)
+        if m:  # the test's own frame: the code is the ``>`` line above it
+            above = (c for c in map(_PYTEST_CODE_RE.match, reversed(lines[max(0, i - 30) : i])) if c)
+            code = next(above, None)
+            frames.append(Frame(m["file"], int(m["line"]), None, code["code"].strip() if code else None))
+    return tuple(frames)
+
+
+def is_pytest_report(lines: list[str]) -> bool:
+    """A pytest failure report: its error lines are prefixed with ``E``."""
+    return any(_PYTEST_ERROR_RE.match(line) for line in lines)
