@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from .ports import cannot_serve
 
+HANDLER_TIMEOUT = 5.0  # seconds a request may take to arrive
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="1">
 <meta name="viewport" content="width=device-width, initial-scale=1"><title>errata is starting</title>
@@ -36,6 +37,8 @@ class StartingPage:
         page = self
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = HANDLER_TIMEOUT  # a client that connects and sends nothing cannot hold close() up
+
             def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
                 body = PAGE.format(status=html.escape(page.status)).encode()
                 self.send_response(503)
@@ -63,7 +66,8 @@ class StartingPage:
             self._server = server_class((host, port), Handler)
         except OSError as exc:
             raise cannot_serve(host, port, exc) from exc
-        self._server.daemon_threads = True
+        # Request threads are joined by server_close(): a response still being written holds the port.
+        self._server.daemon_threads = False
         self._thread = threading.Thread(target=self._server.serve_forever, name="errata-starting-page", daemon=True)
         self._thread.start()
 
