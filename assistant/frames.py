@@ -28,7 +28,7 @@ _PYTEST_WHERE_RE = re.compile(rf"^{_PY_FILE}: (?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*$")
 _PYTEST_CODE_RE = re.compile(r"^>\s+(?P<code>\S.*)$")
 _PYTEST_ERROR_RE = re.compile(r"^E {2,}(?P<rest>\S.*)$")
 # Rich draws a traceback in a box (``│ ... │``) and marks the failing line ``❱ 512 │ code``.
-_RICH_BORDER_RE = re.compile(r"^\s*[│┃|]\s?(?P<inner>.*?)\s*[│┃|]?\s*$")
+_RICH_BORDERS = "│┃|"
 _RICH_CODE_RE = re.compile(r"^\s*❱\s*\d+\s*│(?P<code>.*)$")
 # The failing line under an IPython frame: ``----> 5 total += row["amount"]``.
 _IPYTHON_ARROW_RE = re.compile(r"^-+>\s*(?P<line>\d+)\s(?P<code>.*)$")
@@ -62,10 +62,22 @@ def unframed(lines: list[str]) -> list[str]:
     """The lines of a paste with pytest's ``E`` prefixes and Rich's box borders taken off, so their error
     lines read as plain ones (``E       KeyError: 'amount'``, ``│ /app/crew.py:512 in kickoff │``)."""
     if any(line.lstrip().startswith("╭") and "Traceback" in line for line in lines):
-        lines = [m["inner"] if (m := _RICH_BORDER_RE.match(line)) else line for line in lines]
+        lines = [_unboxed(line) for line in lines]
     if is_pytest_report(lines):
         lines = [m["rest"] if (m := _PYTEST_ERROR_RE.match(line)) else line for line in lines]
     return lines
+
+
+def _unboxed(line: str) -> str:
+    """A line of Rich's box without its borders (string operations: a regex with a lazy middle and
+    optional trailing spaces took seconds on a line of a few thousand spaces)."""
+    inner = line.strip()
+    if not inner or inner[0] not in _RICH_BORDERS:
+        return line
+    inner = inner[1:]
+    if inner and inner[-1] in _RICH_BORDERS:
+        inner = inner[:-1]
+    return inner.strip()
 
 
 def _location_code(lines: list[str], i: int) -> str | None:

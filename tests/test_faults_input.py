@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,27 @@ def test_invalid_utf8_in_argv_answers_from_the_cli(assistant, bundled_index_dir)
     done = subprocess.run(argv, capture_output=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
     assert b"Traceback" not in done.stderr and INTERRUPTED_ID.encode() in done.stdout
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "│" + " " * 19_000 + "x",  # a Rich box line of spaces: a regex with a lazy middle took minutes
+        "│ " * 9_000,
+        "tests/" + "a" * 19_000 + ".py:12 in",  # a location frame that never closes
+        "E  " + " " * 19_000 + "x",  # a pytest E line
+        "/" + "a.py " * 3_800 + " in f(" + "(" * 1_000,  # an IPython 7 frame with no end
+    ],
+)
+def test_a_long_line_in_a_pasted_layout_parses_in_linear_time(line):
+    """The traceback layouts (Rich, pytest, IPython) are read per line; none may backtrack on a long one."""
+    from assistant.query import parse_query
+
+    paste = "╭─ Traceback (most recent call last) ─╮\n" + line + "\nValueError: boom"
+    started = time.process_time()
+    query = parse_query(paste)
+    assert time.process_time() - started < 0.5
+    assert query.exception_class == "ValueError"
 
 
 def test_fifty_threads_do_not_disable_ordinary_patterns(assistant):
