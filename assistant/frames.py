@@ -91,8 +91,14 @@ def _location_code(lines: list[str], i: int) -> str | None:
     return nxt.strip() if nxt[:1].isspace() and nxt.strip() else None
 
 
+def _arrow_below(lines: list[str], i: int) -> re.Match[str] | None:
+    """The ``---->`` line IPython shows under the frame at line ``i``: the frame's line and its source."""
+    return next(filter(None, map(_IPYTHON_ARROW_RE.match, lines[i + 1 : i + 12])), None)
+
+
 def read_frames(lines: list[str]) -> tuple[Frame, ...]:
-    """Each traceback frame with the source line shown under it (plain and IPython/Jupyter layouts)."""
+    """Each traceback frame with the source line shown under it (plain, IPython/Jupyter, pytest and Rich
+    layouts; :func:`unframed` lines)."""
     frames: list[Frame] = []
     for i, line in enumerate(lines):
         m = FRAME_RE.match(line)
@@ -104,13 +110,15 @@ def read_frames(lines: list[str]) -> tuple[Frame, ...]:
             continue
         m = _IPYTHON_FRAME_RE.match(line)
         if m:
-            code = next((a["code"].strip() for a in map(_IPYTHON_ARROW_RE.match, lines[i + 1 : i + 12]) if a), None)
+            arrow = _arrow_below(lines, i)
             file = m["file"] or m["cell"]
-            frames.append(Frame(file, int(m["line"] or m["cell_line"]), m["func"], code))
+            frames.append(
+                Frame(file, int(m["line"] or m["cell_line"]), m["func"], arrow["code"].strip() if arrow else None)
+            )
             continue
         m = _IPYTHON7_FRAME_RE.match(line)
         if m:
-            arrow = next(filter(None, map(_IPYTHON_ARROW_RE.match, lines[i + 1 : i + 12])), None)
+            arrow = _arrow_below(lines, i)
             if arrow:  # IPython always points at the frame's line; without one it is prose that looks alike
                 frames.append(Frame(m["file"], int(arrow["line"]), m["func"], arrow["code"].strip()))
             continue

@@ -131,7 +131,7 @@ def parse_query(raw: str | bytes, *, max_chars: int = 20_000) -> Query:
     lines = [_FENCE_RE.sub("", line).rstrip() for line in text.split("\n")]
     if not is_pytest_report(lines):  # pytest marks its code lines with ``> ``
         lines = [line[2:] if line.startswith("> ") else line for line in lines]  # Slack / markdown quotes
-    lines = unframed(lines)
+    lines = unframed(lines)  # a quoted pytest report is read once its quotes are off
     body = "\n".join(lines).strip()
     frames = read_frames(lines)
     is_traceback = bool(frames) or any(line.strip().startswith("Traceback (most recent call last)") for line in lines)

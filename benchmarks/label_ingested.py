@@ -22,20 +22,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from assistant.frontends.local_context import record_packages  # noqa: E402
 from assistant.query import parse_query  # noqa: E402
 from assistant.records import INGESTED_TAG, Record, load_records  # noqa: E402
 from assistant.settings import BUNDLED_EVAL_DIR  # noqa: E402
 
-_REPO_SUFFIXES = ("-sdk-python", "-python", "-client")
-
 
 def named_in(record: Record, text: str) -> bool:
-    """Whether the paste names the record's library (``openai`` for openai/openai-python)."""
-    name = record.repo.split("/")[-1].lower()
-    for suffix in _REPO_SUFFIXES:
-        name = name.removesuffix(suffix)
+    """Whether the paste names the record's library (``openai`` for openai/openai-python): any of the import
+    names the answer's local context looks for, as written or with dashes."""
     text = text.lower()
-    return name in text or name.replace("-", "_") in text
+    return any(name.lower() in text or name.lower().replace("_", "-") in text for name in record_packages(record))
 
 
 _PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}")
@@ -43,7 +40,9 @@ COVERED_LITERALS = 0.6  # a message cut short must still hold this share of the 
 
 
 def template_regex(template: str) -> str:
-    """The template as a regex: literal text escaped (any run of spaces as any), each placeholder any text."""
+    """The template as a regex: literal text escaped (any run of spaces as any), each placeholder any text.
+    Like ingest's ``message_pattern``, but whole: its leading and trailing placeholders are kept, for a full
+    match of a message cut short (``message_pattern`` drops them, for a search inside a paste)."""
     parts = _PLACEHOLDER_RE.split(template)
     return ".+?".join(r"\s+".join(map(re.escape, re.split(r"\s+", part))) for part in parts)
 

@@ -348,8 +348,9 @@ class Retriever:
     def _pythons_not_in_play(self, query: Query, found: Found) -> tuple[np.ndarray, bool]:
         """The records that cannot answer this error, as ascending positions and whether they are given as
         every record *but* those (so no array of every record is made per query in a large knowledge base):
-        for a Python error with no library seen or named, every library's record when the traceback ends in
-        the user's own code, and those worded as Python's own message when there is no traceback to tell."""
+        for a Python error in a traceback, every library's record but those of the libraries in play and
+        those whose own wording the paste matches; with no traceback to tell and no library seen or named,
+        the library records worded as Python's own message."""
         if not len(self._python) or query.kind == "question" or not query.exception_class:
             return NONE, False
         if not is_pythons_class(query, self._python_classes):
