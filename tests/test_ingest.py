@@ -102,8 +102,8 @@ def mypkg(tmp_path, monkeypatch) -> Path:
     return package
 
 
-def line_of(text: str) -> int:
-    return next(i for i, line in enumerate(SOURCE.splitlines(), start=1) if text in line)
+def line_of(text: str, source: str = SOURCE) -> int:
+    return next(i for i, line in enumerate(source.splitlines(), start=1) if text in line)
 
 
 EXPECTED = [
@@ -299,6 +299,95 @@ def test_ids_are_stable_and_patterns_match_what_the_code_really_raises(mypkg, ca
     for record in records:
         others = [cls for cls, text in real.items() if re.search(record.message_pattern, text)]
         assert others == [record.error_class]
+
+
+MORE_SHAPES = textwrap.dedent(
+    '''
+    from _pytest.outcomes import fail
+
+    REMOVED = """You tried to access shapes.{symbol}, but this is no longer supported in shapes>=2.0"""
+
+
+    class ShapesError(Exception):
+        pass
+
+
+    class RemovedInV2(ShapesError):
+        def __init__(self, *, symbol):
+            super().__init__(REMOVED.format(symbol=symbol))
+
+
+    class ParseFailure(ShapesError):
+        def __init__(self, adapter_name, response, message=None):
+            message = f"{message}; " if message else ""
+            message = f"{message}Adapter {adapter_name} failed to parse the response: {response!r}"
+            super().__init__(message)
+
+
+    class Passthrough(ShapesError):
+        def __init__(self, detail):
+            super().__init__(detail)
+
+
+    class CustomError(Exception):
+        def __init__(self, code, template, context):
+            super().__init__(template)
+
+
+    def removed(name):
+        raise RemovedInV2(symbol=name)
+
+
+    def parse(response):
+        raise ParseFailure("ChatAdapter", response)
+
+
+    def deny(value):
+        if value:
+            raise CustomError("may_not_set_field", "This field is not to be set by the user.", {})
+
+
+    def add(vectors, d):
+        assert len(vectors[0]) == d, f"vectors of dimension {len(vectors[0])} do not fit an index of {d}"
+
+
+    def scope(requested, current):
+        fail(f"ScopeMismatch: You tried to access the {requested} scoped fixture from a {current} request")
+    '''
+)
+
+
+def test_messages_built_in_exception_classes_asserts_and_fail_calls_become_records(tmp_path):
+    """Shapes ``raise`` alone misses: the exception class's ``__init__`` builds the message (dspy, openai),
+    an error code before the message, an ``assert`` message and pytest's ``fail``; each pattern matches the
+    message the code really raises."""
+    package = tmp_path / "src" / "shapes"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "core.py").write_text(MORE_SHAPES)
+    records, report = ingest(package, repo="acme/shapes")
+    by_class = {r.error_class: r for r in records}
+    assert set(by_class) == {"RemovedInV2", "ParseFailure", "CustomError", "AssertionError", "Failed"}
+    assert by_class["CustomError"].error_message == "This field is not to be set by the user."
+    assert "`len(vectors[0]) != d`" in by_class["AssertionError"].documentation  # the guard that raises it
+    assert by_class["ParseFailure"].line_number == line_of("super().__init__(message)", MORE_SHAPES)
+
+    sys.path.insert(0, str(tmp_path / "src"))
+    try:
+        core = importlib.import_module("shapes.core")
+    finally:
+        sys.path.remove(str(tmp_path / "src"))
+    for call, cls in [
+        (lambda: core.removed("ChatCompletion"), "RemovedInV2"),
+        (lambda: core.parse("[[ ## answer ## ]]"), "ParseFailure"),
+        (lambda: core.deny(True), "CustomError"),
+        (lambda: core.add([[1.0, 2.0]], 3), "AssertionError"),
+        (lambda: core.scope("function", "session"), "Failed"),
+    ]:
+        with pytest.raises(BaseException) as info:
+            call()
+        assert type(info.value).__name__ == cls
+        assert re.search(by_class[cls].message_pattern, str(info.value)), (cls, str(info.value))
 
 
 def _render(error_message: str, value: str) -> str:

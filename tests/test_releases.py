@@ -17,7 +17,7 @@ from assistant.releases.build import ingest_releases_to_file
 from assistant.releases.download import download_release
 from assistant.releases.scan import cached_scan
 from assistant.releases.versions import list_versions, select_versions
-from tests.releases_toys import build_sdist, build_toy_index
+from tests.releases_toys import build_sdist, build_toy_index, build_wheel
 
 
 @pytest.fixture(scope="module")
@@ -233,6 +233,18 @@ def test_build_ecosystem_on_a_process_pool_resumes_from_the_cache(toy_index, tmp
     forked = [found.record for found in scan_records(tmp_path / "kb" / "someone__toy-fork.jsonl", strict=True)]
     assert len(forked) == toylib["records"] and {r.repo for r in forked} == {"someone/toy-fork"}
     assert any(r.github_url and r.github_url.startswith("https://github.com/someone/toy-fork/") for r in forked)
+
+    # A second package of the same repository (gradio_client beside gradio) gets its own file, not the first's.
+    client_index = tmp_path / "client-index"
+    client_index.mkdir()
+    client = {"toyclient/__init__.py": "def call(name):\n    raise LookupError(f'No endpoint named {name}')\n"}
+    build_wheel(client_index, "toyclient", "1.0", client)
+    packages.write_text("toylib last:2 {version} someone/toy-fork\ntoyclient 1.0 {version} someone/toy-fork\n")
+    assert main([*argv, f"--pip-arg=--find-links={client_index}"]) == 0
+    kept = [found.record for found in scan_records(tmp_path / "kb" / "someone__toy-fork.jsonl", strict=True)]
+    assert len(kept) == toylib["records"]
+    both = scan_records(tmp_path / "kb" / "someone__toy-fork__toyclient.jsonl", strict=True)
+    assert [found.record.error_message for found in both] == ["No endpoint named {name}"]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is not None, reason="ray is installed")

@@ -1,10 +1,13 @@
 """Reading Python source with ``ast``: where errors are raised, warned or logged, and their messages.
 
 A message is kept as parts, literal text and ``{expr}`` placeholders, whether the source wrote it as a
-literal, an f-string, a ``%`` or ``.format`` string, a local variable assigned one of those, or a call
-of a module-level helper that only returns one. :func:`find_in_source` gives a :class:`Finding` per
-usable raise / ``warnings.warn`` / ``logger.error|warning`` call, with the function and guards around it;
-``raises`` turns findings into records; ``messages`` holds the message parts.
+literal, an f-string, a ``%`` or ``.format`` string (also on a module-level constant), a local variable
+assigned one of those, or a call of a module-level helper that only returns one. :func:`find_in_source`
+gives a :class:`Finding` per usable raise, ``assert`` with a message, ``warnings.warn``,
+``logger.error|warning`` and pytest ``fail(...)`` call, and per exception class whose ``__init__`` builds
+its own message (``super().__init__(f"Adapter {name} failed ...")``: the ``raise`` sites pass only
+fields), with the function and guards around it; ``raises`` turns findings into records; ``messages``
+holds the message parts.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from .messages import Part, Placeholder, is_retrievable, merge_parts, message_pa
 _LOG_LEVELS = {"error": "error", "exception": "error", "critical": "critical", "warning": "warning", "warn": "warning"}
 _LOGGER_NAME_RE = re.compile(r"(?:^|_)(?:log|logger)$", re.IGNORECASE)
 _MESSAGE_KEYWORDS = ("message", "msg", "detail")
+# A class named so, or deriving from one named so, is an exception: its ``__init__`` may build the message.
+_CODE_RE = re.compile(r"[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)+")
+_EXCEPTION_NAME_RE = re.compile(r"(?:Error|Exception|Warning|Exit|Interrupt)$")
 
 
 # --------------------------------------------------------------------------- the walk
@@ -33,6 +39,8 @@ class _Context:
     # ("if", test), ("not", test) or ("except", type): turned into text only for findings.
     guards: tuple[tuple[str, ast.AST | None], ...] = ()
     is_init_of: str | None = None
+    # The exception class this ``__init__`` belongs to, if it is one (see _EXCEPTION_NAME_RE).
+    exception_class: str | None = None
 
 
 @dataclass
@@ -115,6 +123,8 @@ class _Walker:
         self.skipped: Counter[str] = Counter()
         self._assignments: dict[int, dict[str, list[tuple[int, ast.expr]]]] = {}
         self._warn_names = {"warn"} if _imports_warn(tree) else set()
+        self._fail_names = {"fail"} if _imports_pytest_fail(tree) else set()
+        self._constants = _string_constants(tree)
 
     def run(self) -> None:
         self._walk(self.tree, _Context(scope_node=self.tree))
@@ -123,17 +133,31 @@ class _Walker:
         """Visit statements only: raises are statements, and warn/log calls are expression statements."""
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             owner = ctx.scope[-1] if ctx.scope and ctx.function is None else None
+            is_init = node.name == "__init__"
             inner = _Context(
                 scope=(*ctx.scope, node.name),
                 function=node,
                 scope_node=node,
-                is_init_of=owner if node.name == "__init__" else None,
+                is_init_of=owner if is_init else None,
+                exception_class=ctx.exception_class if is_init and owner else None,
             )
             self._body(node.body, inner)
         elif isinstance(node, ast.ClassDef):
-            self._body(node.body, _Context(scope=(*ctx.scope, node.name), scope_node=ctx.scope_node))
+            names = [node.name, *(_callee_name(base) for base in node.bases)]
+            is_exception = any(_EXCEPTION_NAME_RE.search(name) for name in names)
+            inner = _Context(
+                scope=(*ctx.scope, node.name),
+                scope_node=ctx.scope_node,
+                exception_class=node.name if is_exception else None,
+            )
+            self._body(node.body, inner)
         elif isinstance(node, ast.Raise):
             self._raise(node, ctx)
+        elif isinstance(node, ast.Assert):
+            if node.msg is not None:
+                self._add(
+                    "exception", "AssertionError", "error", [node.msg], [], node, _guarded(ctx, ("not", node.test))
+                )
         elif isinstance(node, ast.Expr):
             if isinstance(node.value, ast.Call):
                 self._call(node.value, ctx)
@@ -191,6 +215,19 @@ class _Walker:
             level = _LOG_LEVELS[func.attr]
             error_class = f"logging.{'WARNING' if level == 'warning' else level.upper()}"
             self._add("log", error_class, level, [node.args[0]], list(node.args[1:]), node, ctx)
+            return
+        if _is_super_init(func) and ctx.exception_class and ctx.function is not None:
+            # The message this exception class builds for itself; its raise sites pass only fields.
+            candidates = [arg for arg in node.args if not _is_self(arg, ctx.function)][:1]
+            # Passing a parameter through (``super().__init__(detail)``) is no message of its own.
+            if candidates and self._parts(candidates[0], [], node.lineno, ctx) is not None:
+                self._add("exception", ctx.exception_class, "error", candidates, [], node, ctx)
+            return
+        is_fail = (isinstance(func, ast.Name) and func.id in self._fail_names) or (
+            isinstance(func, ast.Attribute) and func.attr == "fail" and _is_name(func.value, "pytest")
+        )
+        if is_fail and node.args:
+            self._add("exception", "Failed", "error", [node.args[0]], [], node, ctx)
 
     def _add(
         self,
@@ -202,20 +239,13 @@ class _Walker:
         node: ast.stmt | ast.expr,
         ctx: _Context,
     ) -> None:
-        parts = None
-        for candidate in candidates:
-            parts = message_parts(candidate, extra_args)
-            if parts is None and isinstance(candidate, ast.Name):
-                parts = self._resolve(candidate.id, node.lineno, ctx)
-            if parts is None and isinstance(candidate, ast.Call):
-                parts = _helper_parts(candidate, self.helpers)
-            if parts is not None:
-                break
+        found = [parts for c in candidates if (parts := self._parts(c, extra_args, node.lineno, ctx)) is not None]
+        # The first retrievable one that is not an error code: PydanticCustomError("may_not_set_field",
+        # "This field is not to be set by the user.", {}).
+        usable = [p for p in found if is_retrievable(p)]
+        parts = next((p for p in usable if not _is_code(p)), usable[0] if usable else None)
         if parts is None:
-            self.skipped["not a literal message"] += 1
-            return
-        if not is_retrievable(parts):
-            self.skipped["too generic"] += 1
+            self.skipped["too generic" if found else "not a literal message"] += 1
             return
         docstring = ast.get_docstring(ctx.function) if ctx.function is not None else None
         self.findings.append(
@@ -232,6 +262,26 @@ class _Walker:
                 class_of_init=ctx.is_init_of,
             )
         )
+
+    def _parts(self, candidate: ast.expr, extra_args: list[ast.expr], line: int, ctx: _Context) -> list[Part] | None:
+        parts = message_parts(candidate, extra_args)
+        if parts is None and isinstance(candidate, ast.Name):
+            parts = self._resolve(candidate.id, line, ctx)
+            if parts is None and candidate.id in self._constants:
+                parts = [self._constants[candidate.id]]
+        if parts is None and isinstance(candidate, ast.Call):
+            parts = _helper_parts(candidate, self.helpers) or self._constant_format(candidate)
+        return parts
+
+    def _constant_format(self, call: ast.Call) -> list[Part] | None:
+        """``TEMPLATE.format(symbol=symbol)`` with ``TEMPLATE`` a module-level string constant."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Name):
+            text = self._constants.get(func.value.id)
+            if text is not None:
+                literal = ast.Call(ast.Attribute(ast.Constant(text), "format"), call.args, call.keywords)
+                return message_parts(literal)
+        return None
 
     def _resolve(self, name: str, line: int, ctx: _Context) -> list[Part] | None:
         """``msg = f"..."; raise X(msg)``: the last message-shaped assignment to ``name`` above ``line``."""
@@ -252,7 +302,7 @@ class _Walker:
 
 
 def _guarded(ctx: _Context, guard: tuple[str, ast.AST | None]) -> _Context:
-    return _Context(ctx.scope, ctx.function, ctx.scope_node, (*ctx.guards, guard), ctx.is_init_of)
+    return _Context(ctx.scope, ctx.function, ctx.scope_node, (*ctx.guards, guard), ctx.is_init_of, ctx.exception_class)
 
 
 _FLIPPED = {
@@ -308,6 +358,54 @@ def _keyword(node: ast.Call, name: str) -> ast.expr | None:
 def _is_logger(node: ast.expr) -> bool:
     name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
     return name == "logging" or bool(_LOGGER_NAME_RE.search(name))
+
+
+def _is_code(parts: list[Part]) -> bool:
+    """A literal identifier such as ``"may_not_set_field"``: an error code, not a message."""
+    return len(parts) == 1 and isinstance(parts[0], str) and bool(_CODE_RE.fullmatch(parts[0]))
+
+
+def _is_name(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _is_super_init(func: ast.expr) -> bool:
+    """``super().__init__`` or ``SomeBase.__init__``."""
+    if not (isinstance(func, ast.Attribute) and func.attr == "__init__"):
+        return False
+    value = func.value
+    return isinstance(value, ast.Name) or (isinstance(value, ast.Call) and _is_name(value.func, "super"))
+
+
+def _is_self(node: ast.expr, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """The method's first parameter (``Base.__init__(self, message)`` passes it explicitly)."""
+    params = [*function.args.posonlyargs, *function.args.args]
+    return bool(params) and _is_name(node, params[0].arg)
+
+
+def _string_constants(tree: ast.Module) -> dict[str, str]:
+    """Module-level ``NAME = "text"`` assignments: message templates some libraries keep apart."""
+    constants: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            target, value = node.targets[0].id, node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            target, value = node.target.id, node.value
+        else:
+            continue
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            constants[target] = value.value
+    return constants
+
+
+def _imports_pytest_fail(tree: ast.Module) -> bool:
+    """``from _pytest.outcomes import fail`` (or ``from pytest import fail``) at module level."""
+    return any(
+        isinstance(node, ast.ImportFrom)
+        and node.module in {"_pytest.outcomes", "pytest"}
+        and any(a.name == "fail" and a.asname is None for a in node.names)
+        for node in tree.body
+    )
 
 
 def _imports_warn(tree: ast.Module) -> bool:

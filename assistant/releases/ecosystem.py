@@ -29,7 +29,7 @@ from .versions import resolve_versions
 
 # The covered libraries (their pure-Python distributions: pydantic-ai-slim holds pydantic-ai's code; faiss
 # and tokenizers are compiled and left out) and the pure-Python dependencies their users' tracebacks pass
-# through, with each repository's tag format. Three releases each by default: 30 packages in about 6
+# through, with each repository's tag format. Three releases each by default: 31 packages in about 6
 # minutes on 2 cores with an empty cache, 18,123 records (see README, "The ecosystem knowledge base");
 # ``--packages FILE`` takes other ranges (``>=2.0``, ``last:40``, ``minors:12``).
 DEFAULT_RELEASES = "last:3"
@@ -42,6 +42,7 @@ DEFAULT_PACKAGES: tuple[tuple[str, ...], ...] = (  # NAME, TAG_FORMAT[, REPO]
     ("fastapi", "{version}"),
     ("google-adk", "v{version}"),
     ("gradio", "gradio@{version}"),
+    ("gradio_client", "gradio_client@{version}"),
     ("httpx", "{version}"),
     ("huggingface_hub", "v{version}"),
     ("instructor", "{version}"),
@@ -180,20 +181,28 @@ def build_ecosystem(
         if not pending[target.package]:
             found = scans.pop(target.package)
             if found:
-                written[target.package] = _write_package(target, found, output)
+                taken = {entry["file"] for entry in written.values()}
+                written[target.package] = _write_package(target, found, output, taken)
     bar.close()
     report.packages = [written[t.package] for t in targets if t.package in written]
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _write_package(target: Target, found: dict[str, Scan], output: Path) -> dict[str, Any]:
-    """Merge one package's scanned releases into its knowledge-base file; what the report says of it."""
+def _write_package(target: Target, found: dict[str, Scan], output: Path, taken: set[str]) -> dict[str, Any]:
+    """Merge one package's scanned releases into its knowledge-base file; what the report says of it.
+
+    The file is named by the repository; a second package of the same repository (gradio_client beside
+    gradio) gets its own name added rather than overwriting the first one's file (``taken``).
+    """
     ordered = [found[v] for v in sorted(found, key=Version)]
     dicts, raises = records_from_scans(ordered, target.package)
     records = [record_from_dict(d) for d in dicts]
     repo = ordered[-1]["repo"]
-    path = output / (f"{repo.replace('/', '__')}.jsonl" if "/" in repo else f"{target.package}.jsonl")
+    stem = repo.replace("/", "__") if "/" in repo else target.package
+    path = output / f"{stem}.jsonl"
+    if str(path) in taken:
+        path = output / f"{stem}__{target.package}.jsonl"
     write_records(path, records)
     return {
         "package": target.package,

@@ -25,7 +25,7 @@ from .archive import ReleaseArchive, read_archive
 from .surface import read_surface
 
 # Bump when what a scan finds changes, so cached scans are made again.
-SCAN_VERSION = 3
+SCAN_VERSION = 4
 DEFAULT_TAG_FORMAT = "v{version}"
 
 Scan = dict[str, Any]
