@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .messages import Part, Placeholder, is_retrievable, merge_parts, message_parts, unparse
+from .module_facts import imports_pytest_fail, imports_warn, string_constants
 
 _LOG_LEVELS = {"error": "error", "exception": "error", "critical": "critical", "warning": "warning", "warn": "warning"}
 _LOGGER_NAME_RE = re.compile(r"(?:^|_)(?:log|logger)$", re.IGNORECASE)
@@ -122,9 +123,9 @@ class _Walker:
         self.findings: list[Finding] = []
         self.skipped: Counter[str] = Counter()
         self._assignments: dict[int, dict[str, list[tuple[int, ast.expr]]]] = {}
-        self._warn_names = {"warn"} if _imports_warn(tree) else set()
-        self._fail_names = {"fail"} if _imports_pytest_fail(tree) else set()
-        self._constants = _string_constants(tree)
+        self._warn_names = {"warn"} if imports_warn(tree) else set()
+        self._fail_names = {"fail"} if imports_pytest_fail(tree) else set()
+        self._constants = string_constants(tree)
 
     def run(self) -> None:
         self._walk(self.tree, _Context(scope_node=self.tree))
@@ -381,43 +382,6 @@ def _is_self(node: ast.expr, function: ast.FunctionDef | ast.AsyncFunctionDef) -
     """The method's first parameter (``Base.__init__(self, message)`` passes it explicitly)."""
     params = [*function.args.posonlyargs, *function.args.args]
     return bool(params) and _is_name(node, params[0].arg)
-
-
-def _string_constants(tree: ast.Module) -> dict[str, str]:
-    """Module-level ``NAME = "text"`` assignments: message templates some libraries keep apart."""
-    constants: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            target, value = node.targets[0].id, node.value
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-            target, value = node.target.id, node.value
-        else:
-            continue
-        if isinstance(value, ast.Constant) and isinstance(value.value, str):
-            constants[target] = value.value
-    return constants
-
-
-def _imports_pytest_fail(tree: ast.Module) -> bool:
-    """``from _pytest.outcomes import fail`` (or ``from pytest import fail``) at module level."""
-    return any(
-        isinstance(node, ast.ImportFrom)
-        and node.module in {"_pytest.outcomes", "pytest"}
-        and any(a.name == "fail" and a.asname is None for a in node.names)
-        for node in tree.body
-    )
-
-
-def _imports_warn(tree: ast.Module) -> bool:
-    """``from warnings import warn`` at module level (also under a top-level ``if`` or ``try``)."""
-    statements = list(tree.body)
-    for node in tree.body:
-        if isinstance(node, (ast.If, ast.Try)):
-            statements += node.body
-    return any(
-        isinstance(node, ast.ImportFrom) and node.module == "warnings" and any(a.name == "warn" for a in node.names)
-        for node in statements
-    )
 
 
 def find_in_source(source: str | ast.Module, helpers: Helpers | None = None) -> tuple[list[Finding], Counter[str]]:
