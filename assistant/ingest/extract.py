@@ -24,8 +24,9 @@ from .module_facts import imports_pytest_fail, imports_warn, string_constants
 _LOG_LEVELS = {"error": "error", "exception": "error", "critical": "critical", "warning": "warning", "warn": "warning"}
 _LOGGER_NAME_RE = re.compile(r"(?:^|_)(?:log|logger)$", re.IGNORECASE)
 _MESSAGE_KEYWORDS = ("message", "msg", "detail")
-# A class named so, or deriving from one named so, is an exception: its ``__init__`` may build the message.
+# A lowercase identifier passed before the message: an error code ("may_not_set_field"), see _is_code.
 _CODE_RE = re.compile(r"[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)+")
+# A class named so, or deriving from one named so, is an exception: its ``__init__`` may build the message.
 _EXCEPTION_NAME_RE = re.compile(r"(?:Error|Exception|Warning|Exit|Interrupt)$")
 
 
