@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from . import SHUTDOWN_POLL_S
+
 Reply = str | Sequence[str] | Callable[[dict[str, Any]], str | Sequence[str]]
 
 
@@ -43,7 +45,7 @@ class OpenAIServer:
         self._stop = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(SHUTDOWN_POLL_S,), daemon=True)
 
     @property
     def base_url(self) -> str:

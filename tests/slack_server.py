@@ -17,6 +17,8 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from . import SHUTDOWN_POLL_S
+
 BOT_TOKEN = "xoxb-test-token"
 APP_TOKEN = "xapp-test-token"
 BOT_USER = "UBOT"
@@ -66,7 +68,7 @@ class FakeSlack:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/api/"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, args=(SHUTDOWN_POLL_S,), daemon=True).start()
 
     def respond(self, method: str, args: dict, token: str) -> dict:
         with self._lock:

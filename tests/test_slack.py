@@ -38,6 +38,7 @@ from assistant.frontends.slack_blocks import (
 )
 from assistant.settings import BUNDLED_KB_DIR
 
+from . import SHUTDOWN_POLL_S
 from .conftest import read_lines, write_lines
 from .slack_server import APP_TOKEN, BOT_ID, BOT_TOKEN, BOT_USER, SocketModeServer
 
@@ -112,7 +113,7 @@ class BotServer(SlackSender):
         self.bot = bot
         self.server = bot.http_server("127.0.0.1", 0)
         super().__init__(f"http://127.0.0.1:{self.server.server_address[1]}/slack/events")
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, args=(SHUTDOWN_POLL_S,), daemon=True).start()
 
     def close(self):
         self.server.shutdown()
