@@ -193,6 +193,15 @@ def group_of(row) -> str:
     return row["id"].rsplit("-", 1)[0]
 
 
+def load_rows(dev: Path, extras: list[Path]) -> list[dict]:
+    """The dev queries, then each extra set's, whose styles are prefixed with the file's name (reported apart)."""
+    rows = [json.loads(line) for line in dev.read_text().splitlines() if line.strip()]
+    for path in extras:
+        extra = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        rows += [{**row, "style": f"{path.stem}:{row.get('style', 'question')}"} for row in extra]
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--dev", type=Path, default=DEV)
@@ -216,10 +225,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, help="save features here, or reuse them if the file exists")
     parser.add_argument("--query-vectors", type=Path, help="a file caching the query embeddings between runs")
     args = parser.parse_args()
-    rows = [json.loads(line) for line in args.dev.read_text().splitlines() if line.strip()]
-    for path in args.extra:  # reported apart: their styles are prefixed with the file's name
-        extra = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        rows += [{**row, "style": f"{path.stem}:{row.get('style', 'question')}"} for row in extra]
+    rows = load_rows(args.dev, args.extra)
     if args.cache and args.cache.exists():
         saved = np.load(args.cache, allow_pickle=True)
         report(
@@ -257,15 +263,21 @@ def report(rows, features, models, relevant, folds, write: bool = False, dev_rep
     w, cw, threshold = fit_all(rows, features, models, relevant, everything)
     table, abst, false_abst = evaluate(rows, features, models, relevant, w, cw, threshold)
     print("in-sample:", _compact(table), f"abstained {abst:.3f} false {false_abst:.3f} threshold {threshold:.3f}")
-    groups = sorted({group_of(r) for r in rows})
-    np.random.default_rng(0).shuffle(groups)
-    by_library = {g: i % folds for i, g in enumerate(groups)}
-    fold_by_library = [by_library[group_of(r)] for r in rows]
-    fold_by_query = list(np.random.default_rng(0).permutation(len(rows)) % folds)
-    for name, fold_of in (("library", fold_by_library), ("query", fold_by_query)):
+    for name, fold_of in fold_assignments(rows, folds).items():
         table, abst, false_abst = cross_validate(rows, features, models, relevant, fold_of, folds)
         print(f"cross-validated, folds by {name}:", _compact(table), f"abstained {abst:.3f} false {false_abst:.3f}")
     print_weights(w, cw, threshold, write)
+
+
+def fold_assignments(rows, folds: int) -> dict[str, list[int]]:
+    """Each query's fold, by library (a fold's records and queries unseen in its fit) and by query."""
+    groups = sorted({group_of(r) for r in rows})
+    np.random.default_rng(0).shuffle(groups)
+    by_library = {g: i % folds for i, g in enumerate(groups)}
+    return {
+        "library": [by_library[group_of(r)] for r in rows],
+        "query": list(np.random.default_rng(0).permutation(len(rows)) % folds),
+    }
 
 
 def _compact(table) -> str:
