@@ -316,6 +316,30 @@ def test_libraries_that_share_every_name_are_never_mentioned(tmp_path, embedder)
     assert _top(retriever, "WidgetError: Widget w1 has no frobnicator configured") == "no-frobnicator"
 
 
+def test_a_library_is_named_by_its_alias_as_a_whole_word_and_only_where_the_knowledge_base_holds_it():
+    from assistant.retrieval.mentions import LibraryMentions, library_aliases
+
+    names = {"anthropics/anthropic-sdk-python": frozenset({"anthropic"}), "openai/openai-python": frozenset({"openai"})}
+    aliases = {**library_aliases(), "absent/lib": ("widgets",), "openai/openai-python": ("anthropic",)}
+    mentions = LibraryMentions(names, aliases)
+    assert mentions.named("the Claude sdk says 'Connection error.'") == {"anthropics/anthropic-sdk-python"}
+    assert mentions.named("claudette and claude_code are not claude's sdk") == {"anthropics/anthropic-sdk-python"}
+    assert mentions.named("claudette says hi") == set()
+    assert mentions.named("my widgets broke") == set()  # its library is not in this knowledge base
+    assert mentions.named("anthropic") == {"anthropics/anthropic-sdk-python"}  # an alias never takes a name
+    assert LibraryMentions(names, {}).named("the claude sdk") == set()
+
+
+def test_a_paste_that_names_claude_is_read_as_the_anthropic_sdks(assistant):
+    """Two SDKs raise ``APITimeoutError``; openai's words it exactly as pasted, but the paste names Claude."""
+    paste = "the claude client raises APITimeoutError: Request timed out."
+    retrieval = assistant.retriever.retrieve(parse_query(paste), 5)
+    anthropic = [h for h in retrieval.hits if h.record.repo == "anthropics/anthropic-sdk-python"]
+    assert anthropic and anthropic[0].record.error_class == "APITimeoutError"
+    assert "library" in anthropic[0].why
+    assert [h.record.repo for h in retrieval.hits[:2]].count("anthropics/anthropic-sdk-python") == 1
+
+
 def test_rank_signals_are_exact_for_the_best_records_of_a_large_knowledge_base():
     from assistant.retrieval.candidates import RANK_DEPTH
     from assistant.retrieval.candidates import best as _best

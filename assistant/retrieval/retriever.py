@@ -55,6 +55,7 @@ from .candidates import (
 from .confidence import SHORT_QUERY_CONFIDENCE, confidence_features, sigmoid, too_short_to_tell
 from .features import Found, Scored, bm25_sum, why
 from .matching import PATTERN_MESSAGE_CHARS, PATTERN_TEXT_CHARS, PatternMatcher, compile_pattern
+from .mentions import LibraryMentions, library_aliases
 from .ownership import PYTHON_REPO, is_pythons_class, python_wording_twins, raised_by_a_package
 from .pattern_owners import pattern_owners
 from .signals import SignalIndex, message_words, path_tail, tokenize
@@ -108,16 +109,8 @@ class Retriever:
         self._row_to_pos = positions_of(self.signals.ids, vector_index.record_ids)
         class_counts = self.signals.classes.counts()
         self._class_rarity = {c: math.log((n + 1) / k) / math.log(n + 1) for c, k in class_counts.items()}
-        names = self.signals.library_names
-        self._library_to_repo = {name: repo for repo, ns in names.items() for name in ns}
-        mention_words = sorted(self._library_to_repo, key=len, reverse=True)
-        variants = {v: w for w in mention_words for v in {w, w.replace("_", "-"), w.replace("_", " ")}}
-        # No name is a library's own (every repo shares its names with another): nothing can be mentioned.
-        alternatives = "|".join(re.escape(v) for v in sorted(variants, key=len, reverse=True))
-        self._mention_re = (
-            re.compile(r"(?<![\w.-])(" + alternatives + r")(?![\w-])", re.IGNORECASE) if variants else None
-        )
-        self._mention_variants = {v.lower(): w for v, w in variants.items()}
+        self.mentions = LibraryMentions(self.signals.library_names, library_aliases())
+        self._library_to_repo = self.mentions.repo_of
         self.matcher = PatternMatcher(owners=lambda source: pattern_owners(self.signals, self.records, source))
         self._python = self.signals.repos.get(PYTHON_REPO)
         python_records = [self.records[p] for p in self._python.tolist()]
@@ -166,8 +159,7 @@ class Retriever:
     def _libraries(self, query: Query) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Records of the libraries in the frames or module path, of those named, and of either."""
         seen_repos = {self._library_to_repo[lib] for lib in query.libraries if lib in self._library_to_repo}
-        mentions = self._mention_re.finditer(query.text[:PATTERN_TEXT_CHARS]) if self._mention_re else ()
-        named = {self._library_to_repo[self._mention_variants[m.group(1).lower()]] for m in mentions}
+        named = self.mentions.named(query.text[:PATTERN_TEXT_CHARS])
         repos = self.signals.repos
         known = repos.union(seen_repos | named) if seen_repos | named else None
         return repos.union(seen_repos), repos.union(named), known

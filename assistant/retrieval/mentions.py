@@ -1,0 +1,52 @@
+"""Which libraries a paste names: their package, repository and folder names, and a few aliases.
+
+``signals.library_names`` finds the names every library's records share (``slack_bolt``, ``bolt``,
+``bolt_python``); people also name a client library by its product ("the claude sdk"), which no record
+path shows: those aliases are data (``library_aliases.json``). A name counts as a whole word, spelt with
+``_``, ``-`` or a space.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..errors import ConfigurationError
+
+ALIASES_PATH = Path(__file__).with_name("library_aliases.json")
+
+
+@functools.cache
+def library_aliases(path: Path = ALIASES_PATH) -> dict[str, tuple[str, ...]]:
+    """repo -> the aliases people name it by, from ``library_aliases.json``."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))["aliases"]
+        return {str(repo): tuple(str(a).lower() for a in names) for repo, names in data.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ConfigurationError(f"cannot read the library aliases from {path}: {exc}") from exc
+
+
+class LibraryMentions:
+    """Finds the repos whose names a text mentions; built once per knowledge base."""
+
+    def __init__(self, library_names: Mapping[str, frozenset[str]], aliases: Mapping[str, tuple[str, ...]]):
+        self.repo_of = {name: repo for repo, names in library_names.items() for name in names}
+        spelt = {v: self.repo_of[w] for w in self.repo_of for v in {w, w.replace("_", "-"), w.replace("_", " ")}}
+        for repo, names in aliases.items():
+            if repo in library_names:  # an alias of a library this knowledge base does not hold names nothing
+                spelt.update({a: repo for a in names if a not in spelt})
+        self._repo_of_spelling = {v.lower(): repo for v, repo in spelt.items()}
+        # No name is a library's own (every repo shares its names with another): nothing can be mentioned.
+        alternatives = "|".join(re.escape(v) for v in sorted(spelt, key=len, reverse=True))
+        self._pattern = (
+            re.compile(r"(?<![\w.-])(" + alternatives + r")(?![\w-])", re.IGNORECASE) if alternatives else None
+        )
+
+    def named(self, text: str) -> set[str]:
+        """The repos ``text`` names."""
+        if self._pattern is None:
+            return set()
+        return {self._repo_of_spelling[m.group(1).lower()] for m in self._pattern.finditer(text)}
