@@ -27,6 +27,7 @@ import fit_retrieval as fit  # noqa: E402
 from assistant import Assistant, Settings  # noqa: E402
 from assistant.records import Record  # noqa: E402
 from assistant.retrieval.features import FEATURES  # noqa: E402
+from assistant.retrieval.retriever import embedded_text  # noqa: E402
 
 PIECES = {
     "message": lambda r: f"{r.error_class}: {r.error_message}",
@@ -36,23 +37,16 @@ PIECES = {
 }
 
 
-def piece_cosines(assistant: Assistant, rows: list[dict], piece) -> np.ndarray:
-    """(queries, records): each query's cosine with each record's ``piece`` (the Retriever's dense text)."""
+def piece_cosines(assistant: Assistant, queries: np.ndarray, piece) -> np.ndarray:
+    """(queries, records): each query's cosine with each record's ``piece``; NaN where a record has none.
+    ``queries``: the unit vectors of what the Retriever embeds of each query."""
     records: list[Record] = list(assistant.records)
     texts = [piece(r).strip() for r in records]
     held = [i for i, t in enumerate(texts) if t]
     vectors = _unit(assistant.embedder.encode([texts[i] for i in held]))
-    queries = _unit(assistant.embedder.encode([dense_text(assistant, row["query"]) for row in rows]))
-    out = np.full((len(rows), len(records)), np.nan, dtype=np.float32)
+    out = np.full((len(queries), len(records)), np.nan, dtype=np.float32)
     out[:, held] = queries @ vectors.T
     return out
-
-
-def dense_text(assistant: Assistant, text: str) -> str:
-    """What the Retriever embeds of a query: a question whole, a paste's error line."""
-    query = assistant.parse(text)
-    prose = query.kind == "question" or not query.error_line
-    return query.text if prose else (query.error_line or query.text)
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -76,9 +70,11 @@ def main() -> None:
         raise SystemExit(f"{args.cache} holds {len(features)} queries, the sets {len(rows)}: refit with the same sets")
     assistant = Assistant(Settings.load(env={}, index_dir=args.index))
     dense = FEATURES.index("dense")
+    texts = [embedded_text(assistant.parse(row["query"])) for row in rows]
+    queries = _unit(assistant.embedder.encode(texts))  # once, for every piece
     columns = []
     for name in args.pieces.split(","):
-        cosines = piece_cosines(assistant, rows, PIECES[name])
+        cosines = piece_cosines(assistant, queries, PIECES[name])
         columns.append(cosines)
         print(f"{name}: {int(np.isfinite(cosines[0]).sum())} of {cosines.shape[1]} records hold it", flush=True)
     with_pieces = []

@@ -75,6 +75,16 @@ NOT_IN_PLAY = 1_000.0
 _WINERROR_RE = re.compile(r"\[WinError (\d+)\]")
 
 
+def query_model(query: Query) -> str:
+    """Which fusion weights score ``query``: "prose" for a question or a paste with no error line, else "error"."""
+    return "prose" if query.kind == "question" or not query.error_line else "error"
+
+
+def embedded_text(query: Query) -> str:
+    """What is embedded of ``query``: a prose one whole, a pasted error its error line."""
+    return query.text if query_model(query) == "prose" else (query.error_line or query.text)
+
+
 class Retriever:
     """Exact, lexical and dense signals over the records, fused by learned weights, with a confidence."""
 
@@ -110,7 +120,6 @@ class Retriever:
         class_counts = self.signals.classes.counts()
         self._class_rarity = {c: math.log((n + 1) / k) / math.log(n + 1) for c, k in class_counts.items()}
         self.mentions = LibraryMentions(self.signals.library_names, library_aliases())
-        self._library_to_repo = self.mentions.repo_of
         self.matcher = PatternMatcher(owners=lambda source: pattern_owners(self.signals, self.records, source))
         self._python = self.signals.repos.get(PYTHON_REPO)
         python_records = [self.records[p] for p in self._python.tolist()]
@@ -158,7 +167,7 @@ class Retriever:
 
     def _libraries(self, query: Query) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Records of the libraries in the frames or module path, of those named, and of either."""
-        seen_repos = {self._library_to_repo[lib] for lib in query.libraries if lib in self._library_to_repo}
+        seen_repos = {self.mentions.repo_of[lib] for lib in query.libraries if lib in self.mentions.repo_of}
         named = self.mentions.named(query.text[:PATTERN_TEXT_CHARS])
         repos = self.signals.repos
         known = repos.union(seen_repos | named) if seen_repos | named else None
@@ -226,10 +235,10 @@ class Retriever:
     def score(self, query: Query) -> Scored:
         """The signal features and fused scores of every record (of the candidates, in a large one)."""
         n = len(self.records)
-        model = "prose" if query.kind == "question" or not query.error_line else "error"
+        model = query_model(query)
         error_text = " ".join(x for x in (query.error_line, *query.causes) if x)
         search_text = query.text if model == "prose" else error_text
-        dense_text = query.text if model == "prose" else (query.error_line or query.text)
+        dense_text = embedded_text(query)
         quoted = message_words(query.message or "")
         found = self._find(query, dense_text, quoted)
         message_tokens, all_tokens, words, distinct = self._query_words(search_text)
