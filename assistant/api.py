@@ -12,7 +12,6 @@ from .answer import Answer, Hit, Retrieval
 from .draft import stream_answer
 from .embedding.embedder import Embedder
 from .index import BuildReport, VectorStore
-from .index.query_encoder import stored_query_encoder
 from .knowledge_base import open_knowledge_base
 from .llm import ChatModel
 from .query import Query, parse_query
@@ -49,9 +48,7 @@ class Assistant:
         # Records stay on disk, read when shown (see shelf.py); unchanged files start from the saved
         # snapshot (see snapshot.py).
         opened = open_knowledge_base(self.settings, self.embedder, show_progress=show_progress)
-        if not self.settings.store:  # queries through the ONNX export stored with the index: no torch
-            export = stored_query_encoder(self.embedder, self.settings.index_dir, opened.vector_index.manifest)
-            self.embedder = self.embedder.with_export(export) if export else self.embedder
+        self.embedder = opened.query_embedder  # through the ONNX export stored with the index: no torch
         self.records: Sequence[Record] = opened.records
         self.load_report: LoadReport = opened.load_report
         self.vector_index: VectorStore = opened.vector_index
@@ -61,6 +58,7 @@ class Assistant:
             self.embedder,
             self.vector_index,
             signals=opened.signals,
+            pieces=opened.pieces,
             confidence_threshold=self.settings.confidence_threshold,
         )
         # Loaded now rather than on the first question (the ONNX export: ~0.3 s; the torch model: ~4 s).

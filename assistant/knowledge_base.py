@@ -27,7 +27,9 @@ from .embedding.embedder import Embedder
 from .errors import IndexBuildError
 from .index import BuildReport, VectorStore, load_index, open_index
 from .index.faiss_store import MANIFEST_NAME
+from .index.pieces import PIECES_MANIFEST, PieceVectors, load_piece_vectors, open_piece_vectors
 from .index.query_encoder import MANIFEST_KEY as QUERY_ENCODER_KEY
+from .index.query_encoder import stored_query_encoder
 from .records import LoadReport, kb_files, load_records
 from .retrieval.signals import SignalIndex
 from .settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR, PACKAGE_DIR, Settings
@@ -38,7 +40,9 @@ from .storage.shelf import RecordShelf
 logger = logging.getLogger(__name__)
 
 SNAPSHOT_DIR = "signals"
-FORMAT = 2  # 2: curated records win over ingested ones by message identity too (records.curated_first)
+# 2: curated records win over ingested ones by message identity too (records.curated_first); 3: the stamp
+# covers the piece vectors' manifest too
+FORMAT = 3
 
 
 @dataclass
@@ -51,6 +55,10 @@ class OpenedKnowledgeBase:
     build_report: BuildReport
     signals: SignalIndex
     from_snapshot: bool
+    # What encodes queries (and embedded the pieces): the ONNX export stored with a FAISS index, which needs
+    # no torch, else the embedder given.
+    query_embedder: Embedder
+    pieces: PieceVectors | None  # None past PIECE_LIMIT records
 
 
 def open_knowledge_base(
@@ -64,10 +72,12 @@ def open_knowledge_base(
     if saved is not None:
         shelf, report, signals, saved_stamp = saved
         trusted = _trusted_vectors(index_dir, embedder, settings, saved_stamp, len(shelf))
-        if trusted is not None:
+        pieces = None if trusted is None else load_piece_vectors(index_dir, embedder.model_id, signals.ids)
+        if trusted is not None and (pieces is not None or saved_stamp.get("pieces") is None):
             seconds = time.perf_counter() - started
             build = BuildReport(len(shelf), 0, len(shelf), seconds, False, "up to date (snapshot)")
-            return OpenedKnowledgeBase(shelf, report, trusted, build, signals, True)
+            query_embedder = _query_embedder(embedder, index_dir, trusted)
+            return OpenedKnowledgeBase(shelf, report, trusted, build, signals, True, query_embedder, pieces)
     else:
         report = LoadReport()
         shelf = RecordShelf.load(files, strict=settings.strict, report=report)
@@ -75,6 +85,8 @@ def open_knowledge_base(
     vector_index, build = open_index(
         shelf, embedder, index_dir, show_progress=show_progress, force=force, store=settings.store
     )
+    query_embedder = _query_embedder(embedder, index_dir, vector_index) if not settings.store else embedder
+    pieces = open_piece_vectors(shelf, query_embedder, index_dir, show_progress=show_progress, force=force)
     from_snapshot = signals is not None
     if signals is None:
         signals = SignalIndex.build(shelf, show_progress=show_progress)
@@ -84,7 +96,7 @@ def open_knowledge_base(
             _write(index_dir, files, shelf, report, signals, stamp)
         except OSError as exc:  # a read-only index folder still serves; the next start parses again
             logger.warning("cannot save the start-up snapshot in %s: %s", index_dir, exc)
-    return OpenedKnowledgeBase(shelf, report, vector_index, build, signals, from_snapshot)
+    return OpenedKnowledgeBase(shelf, report, vector_index, build, signals, from_snapshot, query_embedder, pieces)
 
 
 def _fingerprint(files: list[Path]) -> list[dict[str, Any]]:
@@ -95,12 +107,24 @@ def _fingerprint(files: list[Path]) -> list[dict[str, Any]]:
     return out
 
 
-def _manifest_stamp(index_dir: Path) -> dict[str, int] | None:
+def _manifest_stamp(index_dir: Path) -> dict[str, Any] | None:
+    """Size and time of the vector manifest, and of the piece vectors' (``None`` where there are none)."""
+    vectors = _stamp(index_dir / MANIFEST_NAME)
+    return None if vectors is None else {**vectors, "pieces": _stamp(index_dir / PIECES_MANIFEST)}
+
+
+def _stamp(path: Path) -> dict[str, int] | None:
     try:
-        stat = (index_dir / MANIFEST_NAME).stat()
+        stat = path.stat()
     except OSError:
         return None
     return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def _query_embedder(embedder: Embedder, index_dir: Path, vector_index: VectorStore) -> Embedder:
+    """``embedder`` encoding through the ONNX export stored with the FAISS index, where it can (no torch)."""
+    export = stored_query_encoder(embedder, index_dir, vector_index.manifest)
+    return embedder.with_export(export) if export else embedder
 
 
 def _trusted_vectors(

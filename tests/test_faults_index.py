@@ -31,7 +31,7 @@ def whole_index(assistant, bundled_index_dir, tmp_path_factory, embedder) -> Pat
     shared folder's snapshot may be rewritten at any time by test runs of other checkouts)."""
     target = tmp_path_factory.mktemp("whole") / "index"
     target.mkdir()
-    for name in ("manifest.json", "embeddings.npy", "vectors.faiss"):
+    for name in ("manifest.json", "embeddings.npy", "vectors.faiss", "pieces.npy", "pieces.json"):
         shutil.copy(bundled_index_dir / name, target / name)
     _start(target, embedder)
     assert _start(target, embedder).build_report.reason == "up to date (snapshot)"

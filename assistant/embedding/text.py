@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..records import Record
 
 
@@ -18,3 +20,19 @@ def record_text(record: Record) -> str:
         record.documentation,
     ]
     return "\n".join(part.strip() for part in parts if part and part.strip())
+
+
+# The pieces of a record a query may describe alone, each embedded apart (see index/pieces.py): a
+# question often tells one situation a record lists, and its cosine with that piece says more than with
+# the whole record, where the other pieces dilute it.
+PIECES: tuple[tuple[str, Callable[[Record], str]], ...] = (
+    ("message", lambda r: f"{r.error_class}: {r.error_message}"),
+    ("situations", lambda r: r.common_situations or ""),
+    ("triggers", lambda r: r.trigger_scenarios or ""),
+)
+PIECE_NAMES = tuple(name for name, _text in PIECES)
+
+
+def piece_texts(record: Record) -> tuple[str, ...]:
+    """The text of each of ``PIECES`` for ``record``, ``""`` where it has none."""
+    return tuple(text(record).strip() for _name, text in PIECES)

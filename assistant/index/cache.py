@@ -176,7 +176,7 @@ def embed_into(
     chunk_records: int,
     show_progress: bool,
 ) -> None:
-    for start, batch, vectors in embed_in_chunks(records, embedder, chunk_records, show_progress):
+    for start, batch, vectors in embed_in_chunks(records, embedder.encode_records, chunk_records, show_progress):
         partial.append(keys[start : start + len(batch)], vectors)
 
 

@@ -183,7 +183,7 @@ def _upsert(
     show_progress: bool,
 ) -> None:
     """Embed and store ``records`` a chunk at a time, so an interruption loses at most one chunk."""
-    for _, batch, vectors in embed_in_chunks(records, embedder, chunk_records, show_progress):
+    for _, batch, vectors in embed_in_chunks(records, embedder.encode_records, chunk_records, show_progress):
         if not client.has_collection(name):
             _create(client, name, int(vectors.shape[1]))
         rows = [

@@ -4,18 +4,19 @@ and how records are embedded a chunk at a time (so an interrupted build loses at
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
-from ..embedding.embedder import Embedder
 from ..embedding.text import record_text
 from ..embedding.threads import all_cores
 from ..records import Record
 
 CHUNK_RECORDS = 2048  # records embedded (and saved) per step
+
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -64,20 +65,25 @@ def embedding_key(record: Record) -> str:
 
 
 def embed_in_chunks(
-    records: Sequence[Record], embedder: Embedder, chunk_records: int, show_progress: bool
-) -> Iterator[tuple[int, Sequence[Record], np.ndarray]]:
-    """``(start, batch, vectors)`` a chunk at a time, with a progress bar: the caller saves each chunk
-    before the next is embedded, so an interrupted build loses at most one chunk."""
+    items: Sequence[T],
+    encode: Callable[[Sequence[T]], np.ndarray],
+    chunk_records: int,
+    show_progress: bool,
+    what: str = "records",
+) -> Iterator[tuple[int, Sequence[T], np.ndarray]]:
+    """``(start, batch, vectors)`` a chunk at a time, ``encode`` turning a chunk of ``items`` (records, say,
+    with ``Embedder.encode_records``) into vectors, with a progress bar: the caller saves each chunk before
+    the next is embedded, so an interrupted build loses at most one chunk."""
     progress = None
-    if show_progress and records:
+    if show_progress and items:
         from tqdm import tqdm
 
-        progress = tqdm(total=len(records), desc="embedding records", unit="rec")
+        progress = tqdm(total=len(items), desc=f"embedding {what}", unit="text")
     with all_cores():  # a serving process set one thread for queries
         try:
-            for start in range(0, len(records), chunk_records):
-                batch = records[start : start + chunk_records]
-                yield start, batch, embedder.encode_records(batch)
+            for start in range(0, len(items), chunk_records):
+                batch = items[start : start + chunk_records]
+                yield start, batch, encode(batch)
                 if progress is not None:
                     progress.update(len(batch))
         finally:

@@ -9,6 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..embedding.text import PIECE_NAMES
+from ..index.pieces import PieceVectors
+
 FEATURES = (
     "pattern_message",  # the pattern matches the extracted message
     "pattern_specificity",  # literal characters the pattern pins, over the message length
@@ -32,6 +35,9 @@ FEATURES = (
     "message_covered",  # every literal word of that message is in the record's message (a pattern too strict)
     "weighted_coverage",  # like coverage, each word weighted by its rarity in the knowledge base (idf)
     "message_overlap",  # share of the quoted message's literal words in the record's message (a rewording)
+    # cosine with each piece embedded apart (see index/pieces.py); the whole record's where it has none
+    *(f"dense_{name}" for name in PIECE_NAMES),
+    "raising_frame",  # the traceback's innermost frame, where the exception was raised, is the record's file
 )
 
 
@@ -72,6 +78,7 @@ class Found:
     on_text: np.ndarray
     same_class: np.ndarray
     raising_file: np.ndarray
+    raising_frame: np.ndarray  # of those, the records raised in the innermost frame's file
     seen: np.ndarray
     named: np.ndarray
     known: np.ndarray | None  # records of the libraries the query names or shows; None: it names none
@@ -91,6 +98,18 @@ def bm25_sum(in_columns: dict[int, tuple[np.ndarray, np.ndarray]], tokens: list[
         where, values = in_columns[token]
         np.add.at(out, where, values)
     return out.astype(np.float64)
+
+
+def piece_cosines(
+    pieces: PieceVectors | None, query: np.ndarray, scored: np.ndarray | None, dense: np.ndarray
+) -> list[np.ndarray]:
+    """The ``dense_<piece>`` features of the records ``scored`` (``None``: all): the unit vector ``query``'s
+    cosine with each piece, and ``dense`` (the whole record's) where a record has no such piece or no piece
+    vectors are kept."""
+    if pieces is None:
+        return [dense] * len(PIECE_NAMES)
+    cosines = pieces.cosines(query, scored)
+    return [np.where(np.isnan(cosines[:, j]), dense, cosines[:, j]) for j in range(len(PIECE_NAMES))]
 
 
 def why(f: np.ndarray) -> tuple[str, ...]:

@@ -17,6 +17,10 @@ import numpy as np
 
 from ..query import Query
 from ..records import Record
+from .candidates import NONE
+from .features import Found
+from .matching import PatternMatcher, compile_pattern
+from .signals import SignalIndex
 
 PYTHON_REPO = "python/cpython"
 
@@ -86,3 +90,61 @@ def _renderings(record: Record) -> list[str]:
         text = _PLACEHOLDER_RE.sub(filler, record.error_message)
         out += [text, f"{record.error_class}: {text}"]
     return out
+
+
+class PythonOwnership:
+    """Which records cannot answer an error, by whose error it is (see the module's docstring)."""
+
+    def __init__(self, records: Sequence[Record], signals: SignalIndex, matcher: PatternMatcher):
+        self.records = records
+        self.signals = signals
+        self.matcher = matcher
+        self.python = signals.repos.get(PYTHON_REPO)  # Python's own records, as ascending positions
+        python_records = [records[p] for p in self.python.tolist()]
+        self.python_classes = frozenset(r.error_class for r in python_records)
+        self._class_of = np.array([r.error_class for r in python_records], dtype=object)
+        self._patterns: dict[str, list] = {}
+        for r in python_records:
+            compiled = compile_pattern(r.message_pattern) if r.message_pattern else None
+            if compiled is not None:
+                self._patterns.setdefault(r.error_class, []).append(
+                    (r, lambda text, c=compiled: self.matcher.search(c, text))
+                )
+        self._twins: dict[str, np.ndarray] = {}  # error class -> library records worded as Python words it
+
+    def not_in_play(self, query: Query, found: Found) -> tuple[np.ndarray, bool]:
+        """The records that cannot answer this error, as ascending positions and whether they are given as
+        every record *but* those (so no array of every record is made per query in a large knowledge base):
+        for a Python error in a traceback, every library's record but those of the libraries in play and
+        those whose own wording the paste matches; with no traceback to tell and no library seen or named,
+        the library records worded as Python's own message."""
+        if not len(self.python) or query.kind == "question" or not query.exception_class:
+            return NONE, False
+        if not is_pythons_class(query, self.python_classes):
+            # A library's own exception (``httpx.ConnectTimeout: timed out``): Python's records of other
+            # classes are not what raised it, however their generic patterns read.
+            return self.python[self._class_of != query.exception_class], False
+        if raised_by_a_package(query):
+            return self.python, False
+        if found.known is not None and not query.frames:
+            return NONE, False
+        twins = self._wording_twins(query.exception_class or "")
+        if query.frames:
+            # Python raised it, in the user's code or inside a package: Python's records answer, and a
+            # library's only where that library is in play (its frames, its module, named) or its own
+            # wording matches (a compiled extension raises in the user's frame: ``TypeError:
+            # TextInputSequence must be str`` is tokenizers'), never another library's of the same class.
+            allowed = np.union1d(self.python, np.setdiff1d(np.union1d(found.on_message, found.on_text), twins))
+            return (allowed if found.known is None else np.union1d(allowed, found.known)), True
+        return twins, False
+
+    def _wording_twins(self, cls: str) -> np.ndarray:
+        if cls not in self._twins:
+            self._twins[cls] = python_wording_twins(
+                self.records, self.signals.classes.get(cls), self._patterns, self._search
+            )
+        return self._twins[cls]
+
+    def _search(self, source: str, text: str) -> bool:
+        pattern = compile_pattern(source)
+        return pattern is not None and self.matcher.search(pattern, text)

@@ -40,6 +40,7 @@ import numpy as np
 from ..answer import Hit, Retrieval
 from ..embedding.embedder import Embedder
 from ..index import VectorStore
+from ..index.pieces import PieceVectors
 from ..query import Query
 from ..records import Record
 from .candidates import (
@@ -53,10 +54,10 @@ from .candidates import (
     select_candidates,
 )
 from .confidence import SHORT_QUERY_CONFIDENCE, confidence_features, sigmoid, too_short_to_tell
-from .features import Found, Scored, bm25_sum, why
-from .matching import PATTERN_MESSAGE_CHARS, PATTERN_TEXT_CHARS, PatternMatcher, compile_pattern
+from .features import Found, Scored, bm25_sum, piece_cosines, why
+from .matching import PATTERN_MESSAGE_CHARS, PATTERN_TEXT_CHARS, PatternMatcher
 from .mentions import LibraryMentions, library_aliases
-from .ownership import PYTHON_REPO, is_pythons_class, python_wording_twins, raised_by_a_package
+from .ownership import PythonOwnership
 from .pattern_owners import pattern_owners
 from .signals import SignalIndex, message_words, path_tail, tokenize
 from .weights import FittedWeights, load_weights
@@ -95,12 +96,15 @@ class Retriever:
         vector_index: VectorStore,
         *,
         signals: SignalIndex | None = None,
+        pieces: PieceVectors | None = None,
         confidence_threshold: float | None = None,
         weights: FittedWeights | None = None,
         full_scoring_limit: int = FULL_SCORING_LIMIT,
     ):
         """``signals``: the records' :class:`SignalIndex` when it was saved (else built here, one pass).
-        ``full_scoring_limit``: up to this many records every record is scored, beyond only candidates."""
+        ``pieces``: the records' piece vectors (by position; ``None``: the piece features take the whole
+        record's cosine). ``full_scoring_limit``: up to this many records every record is scored, beyond
+        only candidates."""
         self.records = records if isinstance(records, Sequence) else list(records)
         self.embedder = embedder
         self.vector_index = vector_index
@@ -114,6 +118,9 @@ class Retriever:
         self.signals = signals if signals is not None else SignalIndex.build(self.records)
         if len(self.signals) != len(self.records):
             raise ValueError(f"a signal index of {len(self.signals)} records for {len(self.records)} records")
+        if pieces is not None and len(pieces) != len(self.records):
+            raise ValueError(f"piece vectors of {len(pieces)} records for {len(self.records)} records")
+        self.pieces = pieces
         n = len(self.signals)
         # FAISS row -> position in self.records (rows of records not loaded are ignored).
         self._row_to_pos = positions_of(self.signals.ids, vector_index.record_ids)
@@ -121,18 +128,7 @@ class Retriever:
         self._class_rarity = {c: math.log((n + 1) / k) / math.log(n + 1) for c, k in class_counts.items()}
         self.mentions = LibraryMentions(self.signals.library_names, library_aliases())
         self.matcher = PatternMatcher(owners=lambda source: pattern_owners(self.signals, self.records, source))
-        self._python = self.signals.repos.get(PYTHON_REPO)
-        python_records = [self.records[p] for p in self._python.tolist()]
-        self._python_classes = frozenset(r.error_class for r in python_records)
-        self._python_class_of = np.array([r.error_class for r in python_records], dtype=object)
-        self._python_patterns: dict[str, list] = {}
-        for r in python_records:
-            compiled = compile_pattern(r.message_pattern) if r.message_pattern else None
-            if compiled is not None:
-                self._python_patterns.setdefault(r.error_class, []).append(
-                    (r, lambda text, c=compiled: self.matcher.search(c, text))
-                )
-        self._twins: dict[str, np.ndarray] = {}  # error class -> library records worded as Python words it
+        self.ownership = PythonOwnership(self.records, self.signals, self.matcher)
         self._is_ingested: np.ndarray | None = None  # per record, made on first use (see _unknown_share)
 
     # --- what each signal finds ----------------------------------------------------------------
@@ -173,10 +169,10 @@ class Retriever:
         known = repos.union(seen_repos | named) if seen_repos | named else None
         return repos.union(seen_repos), repos.union(named), known
 
-    def _nearest(self, text: str) -> tuple[np.ndarray, np.ndarray, float]:
+    def _nearest(self, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """The nearest records by cosine (ascending positions, their cosines) and the lowest cosine seen."""
         depth = min(len(self.vector_index), DENSE_DEPTH)
-        scores, rows = self.vector_index.search(self.embedder.encode([text]), depth, exact=EXACT_COSINES)
+        scores, rows = self.vector_index.search(vector, depth, exact=EXACT_COSINES)
         scores, rows = scores[0].astype(np.float64), rows[0]
         found = rows >= 0
         floor = float(scores[found].min()) if found.any() else 0.0
@@ -185,7 +181,7 @@ class Retriever:
         order = np.argsort(positions[kept], kind="stable")
         return positions[kept][order], scores[found][kept][order], floor
 
-    def _find(self, query: Query, dense_text: str, quoted: frozenset[str]) -> Found:
+    def _find(self, query: Query, vector: np.ndarray, quoted: frozenset[str]) -> Found:
         on_message, specificity, on_text = self._patterns(query)
         cls = query.exception_class
         frame_files = {path_tail(f.file) for f in query.frames}
@@ -193,13 +189,14 @@ class Retriever:
         # Records whose message holds every quoted word (when the query quotes a message of 2+ words).
         overlap, overlap_share = self._overlap(quoted)
         covered = overlap[overlap_share == 1.0]  # every quoted word (the postings are read once, for both)
-        dense, cosines, floor = self._nearest(dense_text)
+        dense, cosines, floor = self._nearest(vector)
         return Found(
             on_message=on_message,
             specificity=specificity,
             on_text=on_text,
             same_class=self.signals.classes.get(cls) if cls else NONE,
             raising_file=self.signals.files.union(frame_files),
+            raising_frame=self.signals.files.union({path_tail(query.frames[-1].file)}) if query.frames else NONE,
             seen=seen,
             named=named,
             known=known,
@@ -238,9 +235,9 @@ class Retriever:
         model = query_model(query)
         error_text = " ".join(x for x in (query.error_line, *query.causes) if x)
         search_text = query.text if model == "prose" else error_text
-        dense_text = embedded_text(query)
+        vector = self.embedder.encode([embedded_text(query)])
         quoted = message_words(query.message or "")
-        found = self._find(query, dense_text, quoted)
+        found = self._find(query, vector, quoted)
         message_tokens, all_tokens, words, distinct = self._query_words(search_text)
         columns = {w: self.signals.all_columns(w) for w in words}  # each word's column read once per query
         unknown = self._unknown_share(columns, distinct)
@@ -287,6 +284,8 @@ class Retriever:
                 spread(found.covered),
                 weighted,
                 spread(found.overlap, found.overlap_share),
+                *piece_cosines(self.pieces, vector[0], scored, dense),
+                spread(found.raising_frame),
             ]
         )
         penalized, all_but = self._not_in_play(query, found)
@@ -329,14 +328,10 @@ class Retriever:
         records, counts = np.unique(np.concatenate(columns), return_counts=True)
         return records, counts / len(quoted)
 
-    def _pattern_search(self, source: str, text: str) -> bool:
-        pattern = compile_pattern(source)
-        return pattern is not None and self.matcher.search(pattern, text)
-
     def _not_in_play(self, query: Query, found: Found) -> tuple[np.ndarray, bool]:
-        """Records that cannot answer this error (see :meth:`_pythons_not_in_play`), and ingested generic
+        """Records that cannot answer this error (see ``PythonOwnership.not_in_play``), and ingested generic
         templates of libraries not in play: as ascending positions, and whether given as all *but* those."""
-        penalized, all_but = self._pythons_not_in_play(query, found)
+        penalized, all_but = self.ownership.not_in_play(query, found)
         generic = self.signals.generic_ingested
         if not len(generic):
             return penalized, all_but
@@ -345,38 +340,6 @@ class Retriever:
         if all_but:
             return np.setdiff1d(penalized, generic, assume_unique=True), True
         return np.union1d(penalized, generic), False
-
-    def _pythons_not_in_play(self, query: Query, found: Found) -> tuple[np.ndarray, bool]:
-        """The records that cannot answer this error, as ascending positions and whether they are given as
-        every record *but* those (so no array of every record is made per query in a large knowledge base):
-        for a Python error in a traceback, every library's record but those of the libraries in play and
-        those whose own wording the paste matches; with no traceback to tell and no library seen or named,
-        the library records worded as Python's own message."""
-        if not len(self._python) or query.kind == "question" or not query.exception_class:
-            return NONE, False
-        if not is_pythons_class(query, self._python_classes):
-            # A library's own exception (``httpx.ConnectTimeout: timed out``): Python's records of other
-            # classes are not what raised it, however their generic patterns read.
-            return self._python[self._python_class_of != query.exception_class], False
-        if raised_by_a_package(query):
-            return self._python, False
-        if found.known is not None and not query.frames:
-            return NONE, False
-        cls = query.exception_class or ""
-        if cls not in self._twins:
-            same_class = self.signals.classes.get(cls)
-            self._twins[cls] = python_wording_twins(
-                self.records, same_class, self._python_patterns, self._pattern_search
-            )
-        twins = self._twins[cls]
-        if query.frames:
-            # Python raised it, in the user's code or inside a package: Python's records answer, and a
-            # library's only where that library is in play (its frames, its module, named) or its own
-            # wording matches (a compiled extension raises in the user's frame: ``TypeError:
-            # TextInputSequence must be str`` is tokenizers'), never another library's of the same class.
-            allowed = np.union1d(self._python, np.setdiff1d(np.union1d(found.on_message, found.on_text), twins))
-            return (allowed if found.known is None else np.union1d(allowed, found.known)), True
-        return twins, False
 
     def _coverage(self, in_all: dict[int, tuple[np.ndarray, np.ndarray]], m: int) -> tuple[np.ndarray, np.ndarray]:
         """How many of the query's words (``in_all``: where each is among the records scored) each record
