@@ -37,7 +37,7 @@ from ..embedding.text import PIECE_NAMES, piece_texts
 from ..errors import IndexBuildError
 from ..records import Record
 from ..storage.files import atomic_path, build_lock, describe_file, file_matches
-from .store import CHUNK_RECORDS, embed_in_chunks
+from .store import CHUNK_RECORDS, embed_in_chunks, text_key
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def open_piece_vectors(
     for record in records:  # one pass: records on a shelf are parsed once
         texts.append(piece_texts(record))
         ids.append(record.id)
-    keys = [[_key(t) for t in pieces] for pieces in texts]
+    keys = [[text_key(t) if t else "" for t in pieces] for pieces in texts]
     with build_lock(index_dir):  # two servers starting at once embed them once
         return _up_to_date(texts, ids, keys, embedder, index_dir, force, chunk_texts, show_progress)
 
@@ -114,11 +114,10 @@ def _up_to_date(
     show_progress: bool,
 ) -> PieceVectors:
     manifest = None if force else _read_manifest(index_dir, embedder.model_id)
-    if manifest is not None and manifest["ids"] == ids_digest(ids) and manifest["keys"] == keys:
-        loaded = _load(index_dir, manifest)
-        if loaded is not None:
-            return loaded
-    old = {} if manifest is None else _old_rows(index_dir, manifest)
+    saved = None if manifest is None else _load(index_dir, manifest)
+    if saved is not None and manifest["ids"] == ids_digest(ids) and manifest["keys"] == keys:
+        return saved
+    old = {} if saved is None else _rows_by_key(saved, manifest["keys"])
     wanted = sorted({key for row in keys for key in row if key and key not in old})
     text_of = {
         key: text for row, row_texts in zip(keys, texts, strict=True) for key, text in zip(row, row_texts, strict=True)
@@ -128,8 +127,10 @@ def _up_to_date(
         wanted, lambda batch: embedder.encode([text_of[k] for k in batch]), chunk_texts, show_progress, "pieces"
     ):
         new.update(zip(batch, vectors, strict=True))
-    dimension = next(iter(new.values()), next(iter(old.values()), None))
-    dimension = len(dimension) if dimension is not None else embedder.dimension
+    if saved is not None:
+        dimension = saved.vectors.shape[-1]
+    else:
+        dimension = len(next(iter(new.values()))) if new else embedder.dimension
     matrix = np.zeros((len(keys), len(PIECE_NAMES), dimension), dtype=np.float32)
     for i, row in enumerate(keys):
         for j, key in enumerate(row):
@@ -146,10 +147,6 @@ def load_piece_vectors(index_dir: Path, embedder_id: str, ids: Sequence[str] | n
     if manifest is None or manifest["ids"] != ids_digest(ids):
         return None
     return _load(Path(index_dir), manifest)
-
-
-def _key(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32] if text else ""
 
 
 def _held(keys: list[list[str]]) -> np.ndarray:
@@ -188,16 +185,13 @@ def _load(index_dir: Path, manifest: dict) -> PieceVectors | None:
     return PieceVectors(PIECE_NAMES, vectors, _held(keys))
 
 
-def _old_rows(index_dir: Path, manifest: dict) -> dict[str, np.ndarray]:
+def _rows_by_key(saved: PieceVectors, keys: list[list[str]]) -> dict[str, np.ndarray]:
     """Each text hash of the saved file and its vector: what a rebuild need not embed again."""
-    loaded = _load(index_dir, manifest)
-    if loaded is None:
-        return {}
     out = {}
-    for i, row in enumerate(manifest["keys"]):
+    for i, row in enumerate(keys):
         for j, key in enumerate(row):
             if key:
-                out.setdefault(key, np.array(loaded.vectors[i, j]))
+                out.setdefault(key, np.array(saved.vectors[i, j]))
     return out
 
 

@@ -61,7 +61,12 @@ def embedding_key(record: Record) -> str:
     """The embedding cache key: the hash of the text that is embedded, so a change to a field that is
     not embedded (solutions, say) reuses the vector, and a change to how records are turned into text
     re-embeds them."""
-    return hashlib.sha256(record_text(record).encode("utf-8")).hexdigest()[:32]
+    return text_key(record_text(record))
+
+
+def text_key(text: str) -> str:
+    """The cache key of one embedded text (a record's, or a piece's: see pieces.py)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 def embed_in_chunks(
