@@ -15,12 +15,24 @@ from dataclasses import dataclass, field
 from .frames import FRAME_RE, SITE_PACKAGES_RE, Frame, is_pytest_report, read_frames, unframed
 from .text_input import well_formed
 
-# ``pkg.module.Class: message`` (the message is optional for a class that is clearly an exception).
-_EXC_LINE_RE = re.compile(r"^(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Za-z_]\w*))(?::(?:\s(?P<msg>.*))?)?$")
+# ``pkg.module.Class: message`` (the message is optional for a class that is clearly an exception), also
+# as apps and frameworks log it: ``KeyError encountered: '__start__'``, ``ValueError occurred: ...``.
+_EXC_LINE_RE = re.compile(
+    r"^(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Za-z_]\w*))"
+    r"(?:(?P<verb>\s(?:encountered|occurred|raised|was raised|thrown|caught))?:(?:\s(?P<msg>.*))?)?$"
+)
 # The same, found inside prose: "it fails with ValueError: base_url and ...".
 _INLINE_EXC_RE = re.compile(
     r"(?<![\w.])(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Z]\w*(?:Error|Exception|Warning)))(?::\s(?P<msg>.+))?"
 )
+# A message written beside a class named in prose: quoted right before it (``the "Target modules ... not
+# found" ValueError``), quoted right after it (``a TypeError saying "..."``), or told in a clause that quotes
+# a name (``an AttributeError that the model has no attribute 'add_adapter'``).
+_QUOTED_BEFORE_RE = re.compile(r"(?P<q>[\"`])(?P<msg>[^\"`\n]{8,300})(?P=q)\s*$")
+_QUOTED_AFTER_RE = re.compile(
+    r"^s?\s*(?:\(|,|:|saying|says|that says|with(?: the)? message)?\s*(?P<q>[\"`])(?P<msg>[^\"`\n]{8,300})(?P=q)"
+)
+_CLAUSE_AFTER_RE = re.compile(r"^s?\s+(?:that|saying|telling me)\s+(?P<msg>[^\n.?!]*'[^'\n]+'[^\n.?!]*)")
 # The header IPython / Jupyter print above a traceback: ``ValueError      Traceback (most recent call last)``.
 # It names the class even when the pasted traceback is cut before its last line.
 _IPYTHON_HEAD_RE = re.compile(
@@ -155,6 +167,8 @@ def parse_query(raw: str | bytes, *, max_chars: int = 20_000) -> Query:
         head = next(filter(None, map(_IPYTHON_HEAD_RE.match, lines)), None)
         if head is not None:
             qual, cls = head["qual"], head["cls"]
+    if is_traceback and cls is not None and message is None:
+        message = _described_message(body, cls)
     if kind == "question":
         qual, cls, message = _inline_error(body)
     elif kind == "message" and last is None:
@@ -259,7 +273,29 @@ def _inline_error(text: str) -> tuple[str | None, str | None, str | None]:
     opener = text[last.start() - 1] if last.start() > 0 else ""
     if opener in ("'", '"', "`"):
         message = _until_closing_quote(message, opener)
+    if not message:
+        return last["qual"], last["cls"], _message_beside(text, last.start(), last.end())
     return last["qual"], last["cls"], _without_question(message) or None
+
+
+def _message_beside(text: str, start: int, end: int) -> str | None:
+    """The message people wrote next to a class they named without one (see ``_QUOTED_BEFORE_RE``)."""
+    before = _QUOTED_BEFORE_RE.search(text[max(0, start - 320) : start])
+    if before:
+        return before["msg"].strip()
+    after = text[end : end + 400]
+    m = _QUOTED_AFTER_RE.match(after) or _CLAUSE_AFTER_RE.match(after)
+    return m["msg"].strip() if m else None
+
+
+def _described_message(text: str, cls: str) -> str | None:
+    """For a traceback cut before its message: the message told in prose next to the class's name."""
+    for m in reversed(list(_INLINE_EXC_RE.finditer(text))):
+        if m["cls"] == cls and not m["msg"]:
+            message = _message_beside(text, m.start(), m.end())
+            if message:
+                return message
+    return None
 
 
 def _until_closing_quote(message: str, quote: str) -> str:
@@ -314,9 +350,11 @@ def _is_prose(lines: list[str], error: _ErrorLine) -> bool:
     """An error line that is only part of what people wrote around it, ending in a question.
 
     An error line set apart on its own (a blank line or the paste's start before it, as people paste what
-    their program printed) is the error itself, whatever is written around it."""
+    their program printed) or ending the paste is the error itself, whatever is written around it."""
     if error.cls and error.message and (error.index == 0 or not lines[error.index - 1].strip()):
         return False
+    if error.cls and error.message and not any(line.strip() for line in lines[error.index + 1 :]):
+        return False  # the paste ends with the error, as a program's output does
     other = [line for i, line in enumerate(lines) if line.strip() and i != error.index]
     words = sum(len(line.split()) for line in other)
     return words > 12 and "?" in "\n".join(other)

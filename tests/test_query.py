@@ -189,6 +189,44 @@ File ~/miniconda3/lib/python3.8/site-packages/peft/mapping.py:116, in get_peft_m
     assert q.exception_class == "ValueError" and q.message == "Target modules {'q'} not found in the base model."
 
 
+def test_a_message_told_beside_a_class_named_without_one():
+    # Quoted right before the class, quoted right after it, or told in a clause that quotes a name.
+    q = parse_query('Since 3.0 both calls fail with "got an unexpected keyword argument" TypeErrors. What now?')
+    assert (q.exception_class, q.message) == ("TypeError", "got an unexpected keyword argument")
+    q = parse_query('Saving a gadget raises a WidgetError saying "gadget g7 is locked" every time. Why?')
+    assert (q.exception_class, q.message) == ("WidgetError", "gadget g7 is locked")
+    q = parse_query("Calling it gives an AttributeError that the widget has no attribute 'spin'. Which version has it?")
+    assert (q.exception_class, q.message) == ("AttributeError", "the widget has no attribute 'spin'")
+    # A clause without a quoted name is prose, not a message.
+    q = parse_query("Calling it gives an AttributeError that I cannot explain. Any idea why this happens?")
+    assert (q.exception_class, q.message) == ("AttributeError", None)
+    # A Jupyter traceback cut before its last line, the message told after it.
+    paste = """---------------------------------------------------------------------------
+KeyError                                  Traceback (most recent call last)
+Cell In[4], line 2
+----> 2 widgets.load(path)
+...
+
+and it ends with the "no widget registered under 'w9'" KeyError."""
+    q = parse_query(paste)
+    assert (q.kind, q.exception_class, q.message) == ("traceback", "KeyError", "no widget registered under 'w9'")
+
+
+def test_an_error_line_as_apps_log_it_and_one_ending_the_paste():
+    q = parse_query("Running the graph shows\n\nKeyError encountered: '__start__'\n\nWhat is that key?")
+    assert (q.kind, q.exception_class, q.message) == ("message", "KeyError", "'__start__'")
+    q = parse_query("ValueError occurred: widget size must be positive")
+    assert (q.exception_class, q.message) == ("ValueError", "widget size must be positive")
+    # A paste that ends with its error line is that error, even when the code above it asks a question.
+    paste = """The README example fails:
+
+ask(prompt='Why is the sky blue?')
+    raise GadgetError(text, status)
+gadgets.errors.GadgetError: model 'g1' not found"""
+    q = parse_query(paste)
+    assert (q.kind, q.exception_class, q.message) == ("message", "GadgetError", "model 'g1' not found")
+
+
 def test_vs_codes_exception_has_occurred_names_the_class_and_message():
     one_line = "Exception has occurred: ConnectionError HTTPSConnectionPool(host='a.b', port=443): Max retries exceeded"
     q = parse_query(one_line)

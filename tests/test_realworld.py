@@ -105,6 +105,16 @@ def test_a_python_error_inside_one_librarys_frames_never_cites_another_librarys_
     assert {h.record.repo for h in hits} <= {PYTHON, "langchain-ai/langgraph"}
 
 
+@pytest.mark.parametrize("key", ["__start__", "amount"])
+def test_a_python_error_beside_a_named_library_never_cites_another_librarys_record(assistant, key):
+    """No traceback, langgraph named: langgraph's records may answer, and Python's, but not ollama-python's
+    KeyError, whose ``{key}`` template reads like Python's own message."""
+    paste = f"My LangGraph agent stops and the app only shows\n\nKeyError: '{key}'\n"
+    hits = assistant.retrieve(paste)[1].hits
+    assert hits[0].record.repo == PYTHON
+    assert "ollama/ollama-python" not in {h.record.repo for h in hits}
+
+
 def test_a_bare_class_no_record_has_abstains_however_long_the_traceback(assistant):
     """``PanicException`` closing a Jupyter traceback: no message, a class no record knows, nothing to match."""
     paste = """---------------------------------------------------------------------------

@@ -116,8 +116,8 @@ class PythonOwnership:
         """The records that cannot answer this error, as ascending positions and whether they are given as
         every record *but* those (so no array of every record is made per query in a large knowledge base):
         for a Python error in a traceback, every library's record but those of the libraries in play and
-        those whose own wording the paste matches; with no traceback to tell and no library seen or named,
-        the library records worded as Python's own message."""
+        those whose own wording the paste matches; with no traceback to tell, the library records worded as
+        Python's own message, but those of a library seen or named."""
         if not len(self.python) or query.kind == "question" or not query.exception_class:
             return NONE, False
         if not is_pythons_class(query, self.python_classes):
@@ -126,9 +126,11 @@ class PythonOwnership:
             return self.python[self._class_of != query.exception_class], False
         if raised_by_a_package(query):
             return self.python, False
-        if found.known is not None and not query.frames:
-            return NONE, False
         twins = self._wording_twins(query.exception_class or "")
+        if found.known is not None and not query.frames:
+            # A library named with no traceback to tell: its records may answer, but not another library's
+            # worded as Python's own message (``KeyError: '__start__'`` in a question about LangGraph).
+            return np.setdiff1d(twins, found.known), False
         if query.frames:
             # Python raised it, in the user's code or inside a package: Python's records answer, and a
             # library's only where that library is in play (its frames, its module, named) or its own
