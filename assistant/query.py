@@ -19,7 +19,7 @@ from .text_input import well_formed
 # as apps and frameworks log it: ``KeyError encountered: '__start__'``, ``ValueError occurred: ...``.
 _EXC_LINE_RE = re.compile(
     r"^(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Za-z_]\w*))"
-    r"(?:(?P<verb>\s(?:encountered|occurred|raised|was raised|thrown|caught))?:(?:\s(?P<msg>.*))?)?$"
+    r"(?:(?:\s(?:encountered|occurred|raised|was raised|thrown|caught))?:(?:\s(?P<msg>.*))?)?$"
 )
 # The same, found inside prose: "it fails with ValueError: base_url and ...".
 _INLINE_EXC_RE = re.compile(
@@ -351,10 +351,10 @@ def _is_prose(lines: list[str], error: _ErrorLine) -> bool:
 
     An error line set apart on its own (a blank line or the paste's start before it, as people paste what
     their program printed) or ending the paste is the error itself, whatever is written around it."""
-    if error.cls and error.message and (error.index == 0 or not lines[error.index - 1].strip()):
-        return False
-    if error.cls and error.message and not any(line.strip() for line in lines[error.index + 1 :]):
-        return False  # the paste ends with the error, as a program's output does
+    if error.cls and error.message:
+        set_apart = error.index == 0 or not lines[error.index - 1].strip()
+        if set_apart or not any(line.strip() for line in lines[error.index + 1 :]):  # or it ends the paste
+            return False
     other = [line for i, line in enumerate(lines) if line.strip() and i != error.index]
     words = sum(len(line.split()) for line in other)
     return words > 12 and "?" in "\n".join(other)
