@@ -32,6 +32,7 @@ _QUOTED_BEFORE_RE = re.compile(r"(?P<q>[\"`])(?P<msg>[^\"`\n]{8,300})(?P=q)\s*$"
 _QUOTED_AFTER_RE = re.compile(
     r"^s?\s*(?:\(|,|:|saying|says|that says|with(?: the)? message)?\s*(?P<q>[\"`])(?P<msg>[^\"`\n]{8,300})(?P=q)"
 )
+_QUOTED_NAME_RE = re.compile(r"'[^'\s]+'|\"[^\"\s]+\"")
 _CLAUSE_AFTER_RE = re.compile(r"^s?\s+(?:that|saying|telling me)\s+(?P<msg>[^\n.?!]*'[^'\n]+'[^\n.?!]*)")
 # The header IPython / Jupyter print above a traceback: ``ValueError      Traceback (most recent call last)``.
 # It names the class even when the pasted traceback is cut before its last line.
@@ -81,6 +82,9 @@ _QUESTION_START_RE = re.compile(
     r"any|anyone|hey|hi|hello|help|trying|getting|using)\b",
     re.IGNORECASE,
 )
+# A sentence that tells what happened rather than continuing the message: it goes on the story
+# ("Same thing later when ...", "Also ...") or speaks in the first person ("... when I run it").
+_REMARK_RE = re.compile(r"^(?i:same|also|then|but|and|so|even|still|thanks)\b|\b(?:I|I'm|I've|I'd|my|me)\b")
 
 
 @dataclass(frozen=True)
@@ -171,6 +175,8 @@ def parse_query(raw: str | bytes, *, max_chars: int = 20_000) -> Query:
         message = _described_message(body, cls)
     if kind == "question":
         qual, cls, message = _inline_error(body)
+        if cls is None and message is None:
+            message = _message_paragraph(lines)
     elif kind == "message" and last is None:
         message = body
     paths = [f.file for f in frames] + [e.path for e in found if e.path]
@@ -278,6 +284,19 @@ def _inline_error(text: str) -> tuple[str | None, str | None, str | None]:
     return last["qual"], last["cls"], _without_question(message) or None
 
 
+def _message_paragraph(lines: list[str]) -> str | None:
+    """A message pasted without its class as a paragraph of its own, the question told around it.
+
+    ``No module named 'langgraph.prebuilt'``, a blank line, then how it started: a single short line set apart,
+    not phrased as a question, that quotes a name (a title line quotes none)."""
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        alone = (i == 0 or not lines[i - 1].strip()) and (i + 1 == len(lines) or not lines[i + 1].strip())
+        if stripped and alone and _looks_like_message(stripped) and _QUOTED_NAME_RE.search(stripped):
+            return stripped
+    return None
+
+
 def _message_beside(text: str, start: int, end: int) -> str | None:
     """The message people wrote next to a class they named without one (see ``_QUOTED_BEFORE_RE``)."""
     before = _QUOTED_BEFORE_RE.search(text[max(0, start - 320) : start])
@@ -314,12 +333,12 @@ def _without_question(message: str) -> str:
     """An error quoted in prose, without the question that follows it on the same line.
 
     The message's first sentence is kept; later ones are dropped from the first that asks (ends in ``?``
-    or starts like a question or a first-person remark).
+    or starts like a question) or tells the story around the error (see ``_REMARK_RE``).
     """
     sentences = _SENTENCE_RE.split(message)
     kept = sentences[:1]
     for sentence in sentences[1:]:
-        if sentence.rstrip().endswith("?") or _QUESTION_START_RE.match(sentence):
+        if sentence.rstrip().endswith("?") or _QUESTION_START_RE.match(sentence) or _REMARK_RE.search(sentence):
             break
         kept.append(sentence)
     return " ".join(kept).strip()

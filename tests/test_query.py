@@ -212,6 +212,25 @@ and it ends with the "no widget registered under 'w9'" KeyError."""
     assert (q.kind, q.exception_class, q.message) == ("traceback", "KeyError", "no widget registered under 'w9'")
 
 
+def test_a_message_pasted_as_a_paragraph_of_its_own_in_a_question():
+    paste = "No module named 'gadgets.contrib'\n\nstarted after I upgraded gadgets to 2.x; importing Spinner worked."
+    q = parse_query(paste)
+    assert (q.kind, q.exception_class, q.message) == ("question", None, "No module named 'gadgets.contrib'")
+    # A title line quotes no name: it is not a message.
+    q = parse_query("Gadget queue broken after upgrade\n\nWhen I submit a job the page hangs forever. Why?")
+    assert q.message is None
+
+
+def test_an_error_in_prose_ends_before_the_story_told_after_it():
+    q = parse_query(
+        "In my notebook `w.spin()` fails with AttributeError: module 'widgets' has no attribute 'spin'. Same thing"
+        " later when importing it from widgets.extra. What's missing?"
+    )
+    assert q.message == "module 'widgets' has no attribute 'spin'."
+    q = parse_query("Starting raises ValueError: Gadget mode turbo is unknown. It happens when I deploy. Why?")
+    assert q.message == "Gadget mode turbo is unknown."
+
+
 def test_an_error_line_as_apps_log_it_and_one_ending_the_paste():
     q = parse_query("Running the graph shows\n\nKeyError encountered: '__start__'\n\nWhat is that key?")
     assert (q.kind, q.exception_class, q.message) == ("message", "KeyError", "'__start__'")

@@ -115,6 +115,17 @@ def test_a_python_error_beside_a_named_library_never_cites_another_librarys_reco
     assert "ollama/ollama-python" not in {h.record.repo for h in hits}
 
 
+def test_a_python_message_retyped_without_its_quotes_is_answered_from_pythons_record(assistant):
+    question = (
+        'After upgrading, importing the app dies with "ImportError: cannot import name model_fields_schema from'
+        ' pydantic_core". Which pydantic-core do I need?'
+    )
+    retrieval = assistant.retrieve(question)[1]
+    top = retrieval.hits[0].record
+    assert (top.repo, top.error_class) == (PYTHON, "ImportError") and top.error_message.startswith("cannot import")
+    assert retrieval.confident
+
+
 def test_a_bare_class_no_record_has_abstains_however_long_the_traceback(assistant):
     """``PanicException`` closing a Jupyter traceback: no message, a class no record knows, nothing to match."""
     paste = """---------------------------------------------------------------------------

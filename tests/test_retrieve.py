@@ -14,6 +14,7 @@ from assistant.index import open_index
 from assistant.records import load_records
 from assistant.retrieval import Retriever
 from assistant.retrieval.features import FEATURES
+from assistant.retrieval.matching import PatternMatcher, retyped_variant
 from assistant.retrieval.signals import library_names, literal_chars, message_words
 from assistant.retrieval.weights import FittedWeights, load_weights
 from tests.conftest import DEV_SET, write_lines
@@ -192,6 +193,21 @@ def test_a_pattern_that_backtracks_for_seconds_is_cut_off(toy, embedder, caplog)
     start = time.perf_counter()
     retriever.retrieve(query)  # the slow pattern is no longer tried
     assert time.perf_counter() - start < 1.0
+
+
+def test_a_message_retyped_without_its_quotes_or_a_colon_still_matches_its_pattern():
+    matcher = PatternMatcher()
+    pattern = "cannot import name '[^']+' from '[^']+'"
+    assert matcher.match(pattern, ["cannot import name validate_schema from gadget_core"], "") == (True, False)
+    assert matcher.match(pattern, ["cannot import name 'validate_schema' from 'gadget_core'"], "") == (True, False)
+    # A quoted slot holds one token once its quotes are gone: prose around the words is no retyped name.
+    assert matcher.match(pattern, ["cannot import name of the module from the docs"], "") == (False, False)
+    pattern = r"Max retries exceeded with url: .+? \(Caused by"
+    assert matcher.match(pattern, ["Max retries exceeded with url getStatus (Caused by Timeout)"], "")[0]
+    # Only a message is read as retyped; the whole paste must match the pattern as it is.
+    assert matcher.match("cannot import name '[^']+'", [], "cannot import name validate_schema") == (False, False)
+    assert retyped_variant("no quoted slot here: none") == "no quoted slot here:? none"
+    assert retyped_variant(r"(?:a|b) \d+") is None
 
 
 def test_literal_chars_measures_how_specific_a_pattern_is():

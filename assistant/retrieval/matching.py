@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import time
 from collections.abc import Callable
 
@@ -28,6 +29,28 @@ PATTERN_MESSAGE_CHARS = 2_000
 PATTERN_TEXT_CHARS = 4_000
 # Compiled messagePatterns kept in memory (the prefilter runs a few per query; see patterns.py).
 COMPILED_PATTERNS = 20_000
+
+
+# A pattern's quoted slot (``'[^'\n]+'``, ``'.+?'``, ``"(.*?)"``...): what a message quotes, a name or a value.
+_QUOTED_SLOT_RE = re.compile(r"(?P<q>['\"`])(?P<slot>\.[+*]\??|\[\^(?:'|\"|`)?(?:\\n)?\][+*]\??)(?P=q)")
+# A literal colon before a space (not the ``(?:`` of a group).
+_COLON_RE = re.compile(r"(?<!\(\?)(?<!\\):(?= )")
+
+
+def retyped_variant(pattern: str) -> str | None:
+    """``pattern`` as people retype the message it matches, or None when that reads the same.
+
+    People copy a message by hand and drop its quotes and colons: ``cannot import name validate_core_schema
+    from pydantic_core`` is Python's ``cannot import name '[^']+' from '[^']+'``, ``Max retries exceeded
+    with url getTaskStatus`` requests' ``Max retries exceeded with url: .+?``. In the variant a quoted slot's
+    quotes are optional (the slot then holds one token) and so is a colon before a space."""
+
+    def bare(m: re.Match) -> str:
+        q, repeat = m["q"], "+" if "+" in m["slot"] else "*"
+        return f"{q}?[^\\s{q}]{repeat}{q}?"
+
+    variant = _COLON_RE.sub(":?", _QUOTED_SLOT_RE.sub(bare, pattern))
+    return variant if variant != pattern else None
 
 
 @functools.lru_cache(maxsize=COMPILED_PATTERNS)
@@ -58,6 +81,10 @@ class PatternMatcher:
         if pattern is None or source in self.slow_patterns:
             return False, False
         if messages and any(self.search(pattern, m) for m in messages):
+            return True, False
+        variant = retyped_variant(source)
+        retyped = compile_pattern(variant) if variant else None
+        if retyped is not None and messages and any(self.search(retyped, m) for m in messages):
             return True, False
         return False, self.search(pattern, text)
 
