@@ -32,7 +32,19 @@ _QUOTED_BEFORE_RE = re.compile(r"(?P<q>[\"`])(?P<msg>[^\"`\n]{8,300})(?P=q)\s*$"
 _QUOTED_AFTER_RE = re.compile(
     r"^s?\s*(?:\(|,|:|saying|says|that says|with(?: the)? message)?\s*(?P<q>[\"`])(?P<msg>[^\"`\n]{8,300})(?P=q)"
 )
-_QUOTED_NAME_RE = re.compile(r"'[^'\s]+'|\"[^\"\s]+\"")
+# A class named after a verb of raising, even one not ending in Error: ``the client raises UnexpectedResponse``.
+_RAISED_CLASS_RE = re.compile(
+    r"\b(?:raises|raised|raising|throws|threw|thrown|throwing)\s+(?:an?\s+|the\s+)?"
+    r"(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+))(?!\w|\.\w)"
+)
+# A message quoted after a verb of failing, its class not named: ``raises `Object of type 'type' is not ...```.
+_RAISED_MESSAGE_RE = re.compile(
+    r"\b(?:raises|raised|throws|threw|fails with|failed with|failing with|errors out with|dies with|says|said|"
+    r"saying|shows|showed|prints|printed|gives|gave|get|got|getting)\s+(?:an?\s+|the\s+)?(?:error\s+|message\s+)?"
+    r"(?P<q>[\"`])(?P<msg>[^\"`\n]{8,300})(?P=q)"
+)
+# What marks a line as an error message rather than a title: a quoted name, or ``... Error: ...``.
+_MESSAGE_MARK_RE = re.compile(r"'[^'\s]+'|\"[^\"\s]+\"|Error: ")
 _CLAUSE_AFTER_RE = re.compile(r"^s?\s+(?:that|saying|telling me)\s+(?P<msg>[^\n.?!]*'[^'\n]+'[^\n.?!]*)")
 # The header IPython / Jupyter print above a traceback: ``ValueError      Traceback (most recent call last)``.
 # It names the class even when the pasted traceback is cut before its last line.
@@ -176,7 +188,7 @@ def parse_query(raw: str | bytes, *, max_chars: int = 20_000) -> Query:
     if kind == "question":
         qual, cls, message = _inline_error(body)
         if cls is None and message is None:
-            message = _message_paragraph(lines)
+            qual, cls, message = _raised_message(body) or (None, None, _message_paragraph(lines))
     elif kind == "message" and last is None:
         message = body
     paths = [f.file for f in frames] + [e.path for e in found if e.path]
@@ -270,17 +282,16 @@ def _match_error_line(index: int, line: str) -> _ErrorLine | None:
 
 def _inline_error(text: str) -> tuple[str | None, str | None, str | None]:
     """An error quoted inside prose: its qualified name, class and the rest of its line."""
-    last = None
-    for m in _INLINE_EXC_RE.finditer(text):
-        last = m
+    named = [*_INLINE_EXC_RE.finditer(text), *_RAISED_CLASS_RE.finditer(text)]
+    last = max(named, key=lambda m: m.start("qual"), default=None)
     if last is None:
         return None, None, None
-    message = (last["msg"] or "").split("\n")[0].strip()
-    opener = text[last.start() - 1] if last.start() > 0 else ""
+    message = ((last.groupdict().get("msg")) or "").split("\n")[0].strip()
+    opener = text[last.start("qual") - 1] if last.start("qual") > 0 else ""
     if opener in ("'", '"', "`"):
         message = _until_closing_quote(message, opener)
     if not message:
-        return last["qual"], last["cls"], _message_beside(text, last.start(), last.end())
+        return last["qual"], last["cls"], _message_beside(text, last.start("qual"), last.end())
     return last["qual"], last["cls"], _without_question(message) or None
 
 
@@ -288,13 +299,26 @@ def _message_paragraph(lines: list[str]) -> str | None:
     """A message pasted without its class as a paragraph of its own, the question told around it.
 
     ``No module named 'langgraph.prebuilt'``, a blank line, then how it started: a single short line set apart,
-    not phrased as a question, that quotes a name (a title line quotes none)."""
+    not phrased as a question, that quotes a name or reads ``... Error: ...`` (a title line does neither)."""
     for i, line in enumerate(lines):
         stripped = line.strip()
         alone = (i == 0 or not lines[i - 1].strip()) and (i + 1 == len(lines) or not lines[i + 1].strip())
-        if stripped and alone and _looks_like_message(stripped) and _QUOTED_NAME_RE.search(stripped):
+        if stripped and alone and _looks_like_message(stripped) and _MESSAGE_MARK_RE.search(stripped):
             return stripped
     return None
+
+
+def _raised_message(text: str) -> tuple[str | None, str | None, str] | None:
+    """The last message quoted after a verb of failing (see ``_RAISED_MESSAGE_RE``), when no class is named;
+    with its class when the quote starts with one (``"gradio.exceptions.Error: Data incompatible ..."``)."""
+    found = list(_RAISED_MESSAGE_RE.finditer(text))
+    if not found:
+        return None
+    quoted = found[-1]["msg"].strip()
+    m = _EXC_LINE_RE.match(quoted)
+    if m and m["msg"] and _is_exception_class(m["qual"], m["cls"], has_message=True):
+        return m["qual"], m["cls"], m["msg"].strip()
+    return None, None, quoted
 
 
 def _message_beside(text: str, start: int, end: int) -> str | None:

@@ -221,6 +221,20 @@ def test_a_message_pasted_as_a_paragraph_of_its_own_in_a_question():
     assert q.message is None
 
 
+def test_a_class_or_message_told_after_a_verb_of_raising():
+    # A class not ending in Error, named after "raises".
+    q = parse_query("Asking about a gadget named a/b, the client raises UnexpectedReply. What should I catch?")
+    assert (q.kind, q.exception_class, q.message) == ("question", "UnexpectedReply", None)
+    # A message quoted after a verb of failing, with no class named; with its class when the quote has one.
+    q = parse_query("Opening /docs fails because the schema step raises `Object of kind 'x' is not storable`. Why?")
+    assert (q.exception_class, q.message) == (None, "Object of kind 'x' is not storable")
+    q = parse_query('On the server it shows "widgets.errors.Error: Data incompatible with the frame format". Why?')
+    assert (q.exception_qualname, q.message) == ("widgets.errors.Error", "Data incompatible with the frame format")
+    # A line set apart that reads "... Error: ..." is the message of a question around it.
+    q = parse_query("The demo fails with\n\n504 Server Error: Gateway Timeout for url: https://x.io/v1\n\nA fix?")
+    assert q.message == "504 Server Error: Gateway Timeout for url: https://x.io/v1"
+
+
 def test_an_error_in_prose_ends_before_the_story_told_after_it():
     q = parse_query(
         "In my notebook `w.spin()` fails with AttributeError: module 'widgets' has no attribute 'spin'. Same thing"
