@@ -37,9 +37,10 @@ _RAISED_CLASS_RE = re.compile(
     r"\b(?:raises|raised|raising|throws|threw|thrown|throwing)\s+(?:an?\s+|the\s+)?"
     r"(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+))(?!\w|\.\w)"
 )
-# A message quoted after a verb of failing, its class not named: ``raises `Object of type 'type' is not ...```.
+# A message quoted after a verb of failing or a "with", its class not named: ``raises `Object of type 'type'
+# is not ...```, ``crashes at startup with "Invalid args for response field!"``.
 _RAISED_MESSAGE_RE = re.compile(
-    r"\b(?:raises|raised|throws|threw|fails with|failed with|failing with|errors out with|dies with|says|said|"
+    r"\b(?P<verb>raises|raised|throws|threw|with|says|said|"
     r"saying|shows|showed|prints|printed|gives|gave|get|got|getting)\s+(?:an?\s+|the\s+)?(?:error\s+|message\s+)?"
     r"(?P<q>[\"`])(?P<msg>[^\"`\n]{8,300})(?P=q)"
 )
@@ -309,12 +310,13 @@ def _message_paragraph(lines: list[str]) -> str | None:
 
 
 def _raised_message(text: str) -> tuple[str | None, str | None, str] | None:
-    """The last message quoted after a verb of failing (see ``_RAISED_MESSAGE_RE``), when no class is named;
+    """The first message quoted after a verb of failing (see ``_RAISED_MESSAGE_RE``), when no class is named;
     with its class when the quote starts with one (``"gradio.exceptions.Error: Data incompatible ..."``)."""
-    found = list(_RAISED_MESSAGE_RE.finditer(text))
+    # After a bare "with", code in backticks is as likely as a message (``with `data: dict = {}```).
+    found = [m for m in _RAISED_MESSAGE_RE.finditer(text) if m["verb"] != "with" or m["q"] == '"']
     if not found:
         return None
-    quoted = found[-1]["msg"].strip()
+    quoted = found[0]["msg"].strip()
     m = _EXC_LINE_RE.match(quoted)
     if m and m["msg"] and _is_exception_class(m["qual"], m["cls"], has_message=True):
         return m["qual"], m["cls"], m["msg"].strip()

@@ -230,6 +230,11 @@ def test_a_class_or_message_told_after_a_verb_of_raising():
     assert (q.exception_class, q.message) == (None, "Object of kind 'x' is not storable")
     q = parse_query('On the server it shows "widgets.errors.Error: Data incompatible with the frame format". Why?')
     assert (q.exception_qualname, q.message) == ("widgets.errors.Error", "Data incompatible with the frame format")
+    # After a bare "with": a message in double quotes; code in backticks is not one.
+    q = parse_query('Since 2.1 the server crashes at startup with "Invalid args for gadget field!". Why?')
+    assert q.message == "Invalid args for gadget field!"
+    q = parse_query("The route is a POST /detect with `data: dict = {}` and a File(None) param. Why is it slow?")
+    assert q.message is None
     # A line set apart that reads "... Error: ..." is the message of a question around it.
     q = parse_query("The demo fails with\n\n504 Server Error: Gateway Timeout for url: https://x.io/v1\n\nA fix?")
     assert q.message == "504 Server Error: Gateway Timeout for url: https://x.io/v1"
