@@ -40,9 +40,9 @@ _RAISED_CLASS_RE = re.compile(
 # A message quoted after a verb of failing or a "with", its class not named: ``raises `Object of type 'type'
 # is not ...```, ``crashes at startup with "Invalid args for response field!"``.
 _RAISED_MESSAGE_RE = re.compile(
-    r"\b(?P<verb>raises|raised|throws|threw|with|says|said|"
-    r"saying|shows|showed|prints|printed|gives|gave|get|got|getting)\s+(?:an?\s+|the\s+)?(?:error\s+|message\s+)?"
-    r"(?P<q>[\"`])(?P<msg>[^\"`\n]{8,300})(?P=q)"
+    r"\b(?P<verb>raises|raised|throws|threw|with|says|say|said|saying|shows|showed|prints|printed|gives|gave|"
+    r"returns|returned|returning|get|got|getting)\s+(?:an?\s+|the\s+)?(?:error\s+|message\s+)?"
+    r"(?P<q>[\"`'])(?P<msg>[^\n]{8,300}?)(?P=q)(?!\w)"
 )
 # What marks a line as an error message rather than a title: a quoted name, or ``... Error: ...``.
 _MESSAGE_MARK_RE = re.compile(r"'[^'\s]+'|\"[^\"\s]+\"|Error: ")

@@ -230,6 +230,9 @@ def test_a_class_or_message_told_after_a_verb_of_raising():
     assert (q.exception_class, q.message) == (None, "Object of kind 'x' is not storable")
     q = parse_query('On the server it shows "widgets.errors.Error: Data incompatible with the frame format". Why?')
     assert (q.exception_qualname, q.message) == ("widgets.errors.Error", "Data incompatible with the frame format")
+    # In single quotes too, an apostrophe inside it kept ("can't").
+    q = parse_query("Behind the proxy our worker logs say 'Gadget can't reach its hub (pid:27)'. Raise a timeout?")
+    assert q.message == "Gadget can't reach its hub (pid:27)"
     # After a bare "with": a message in double quotes; code in backticks is not one.
     q = parse_query('Since 2.1 the server crashes at startup with "Invalid args for gadget field!". Why?')
     assert q.message == "Invalid args for gadget field!"
