@@ -76,6 +76,7 @@ _EXC_SUFFIXES = (
     "Refused",
     "Exceeded",
 )
+_CAMEL_CASE_RE = re.compile(r"[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+")
 _BUILTIN_EXCEPTIONS = frozenset(
     name for name, obj in vars(builtins).items() if isinstance(obj, type) and issubclass(obj, BaseException)
 )
@@ -213,12 +214,18 @@ def _render(error: _ErrorLine) -> str:
     return f"{error.cls}: {error.message}" if error.cls and error.message else (error.cls or error.message or "")
 
 
-def _is_exception_class(qual: str, cls: str, has_message: bool) -> bool:
+def _is_exception_class(qual: str, cls: str, message: str | None) -> bool:
     """Whether ``qual`` names an exception class rather than a prose word before a colon."""
     if cls in _BUILTIN_EXCEPTIONS or cls.endswith(_EXC_SUFFIXES):
         return True
+    if message is None:
+        return False
     # ``pydantic_ai.exceptions.UnexpectedModelBehavior: ...``: a dotted path to a capitalised name.
-    return has_message and "." in qual and cls[:1].isupper() and not qual.startswith(("http.", "https."))
+    if "." in qual:
+        return cls[:1].isupper() and not qual.startswith(("http.", "https."))
+    # ``ScopeMismatch: You tried to access ...``: words run together in CamelCase, then a sentence (not a
+    # version or an address, as in ``PyTorch: 2.1.0``).
+    return _CAMEL_CASE_RE.fullmatch(cls) is not None and message[:1].isalpha() and not message.startswith("http")
 
 
 def _error_lines(lines: list[str]) -> list[_ErrorLine]:
@@ -270,11 +277,11 @@ def _match_error_line(index: int, line: str) -> _ErrorLine | None:
         rest = line[lm.end() :]
         stripped = rest[_LOG_SEPARATORS_RE.match(rest).end() :].strip()
         m = _EXC_LINE_RE.match(stripped)
-        if not (m and _is_exception_class(m["qual"], m["cls"], m["msg"] is not None)):
+        if not (m and _is_exception_class(m["qual"], m["cls"], m["msg"])):
             logger = _LOGGER_RE.match(stripped)
             stripped = stripped[logger.end() :].strip() if logger else stripped
     m = _EXC_LINE_RE.match(stripped)
-    if m and _is_exception_class(m["qual"], m["cls"], m["msg"] is not None):
+    if m and _is_exception_class(m["qual"], m["cls"], m["msg"]):
         return _ErrorLine(index, m["qual"], m["cls"], (m["msg"] or "").strip() or None, level)
     if level and stripped:
         return _ErrorLine(index, None, None, stripped, level)
@@ -318,7 +325,7 @@ def _raised_message(text: str) -> tuple[str | None, str | None, str] | None:
         return None
     quoted = found[0]["msg"].strip()
     m = _EXC_LINE_RE.match(quoted)
-    if m and m["msg"] and _is_exception_class(m["qual"], m["cls"], has_message=True):
+    if m and m["msg"] and _is_exception_class(m["qual"], m["cls"], m["msg"]):
         return m["qual"], m["cls"], m["msg"].strip()
     return None, None, quoted
 

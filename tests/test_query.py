@@ -253,6 +253,16 @@ def test_an_error_in_prose_ends_before_the_story_told_after_it():
     assert q.message == "Gadget mode turbo is unknown."
 
 
+def test_an_error_line_whose_class_is_camel_case_words_without_an_error_suffix():
+    paste = "Session fixture needs a function one:\n\nScopeMismatch: You tried to access the 'function' fixture 'f'\n"
+    q = parse_query(paste)
+    assert (q.kind, q.exception_class) == ("message", "ScopeMismatch")
+    assert q.message == "You tried to access the 'function' fixture 'f'"
+    # An environment line in a bug report is no error line.
+    q = parse_query("Versions:\n\nPyTorch: 2.1.0\nGitHub: https://github.com/x/y\n\nThe app hangs at start.")
+    assert q.exception_class is None
+
+
 def test_an_error_line_as_apps_log_it_and_one_ending_the_paste():
     q = parse_query("Running the graph shows\n\nKeyError encountered: '__start__'\n\nWhat is that key?")
     assert (q.kind, q.exception_class, q.message) == ("message", "KeyError", "'__start__'")
