@@ -37,6 +37,7 @@ _QUOTED_SLOT_RE = re.compile(r"(?P<q>['\"`])(?P<slot>\.[+*]\??|\[\^(?:'|\"|`)?(?
 _COLON_RE = re.compile(r"(?<!\(\?)(?<!\\):(?= )")
 
 
+@functools.lru_cache(maxsize=COMPILED_PATTERNS)
 def retyped_variant(pattern: str) -> str | None:
     """``pattern`` as people retype the message it matches, or None when that reads the same.
 
@@ -76,15 +77,16 @@ class PatternMatcher:
         self.slow_patterns: set[str] = set()
 
     def match(self, source: str, messages: list[str], text: str) -> tuple[bool, bool]:
-        """Whether the pattern ``source`` matches one of the messages, else the whole text."""
+        """Whether the pattern ``source`` matches one of the messages (the first, the pasted message, also
+        as retyped by hand: see :func:`retyped_variant`), else the whole text."""
         pattern = compile_pattern(source)
         if pattern is None or source in self.slow_patterns:
             return False, False
         if messages and any(self.search(pattern, m) for m in messages):
             return True, False
-        variant = retyped_variant(source)
+        variant = retyped_variant(source) if messages else None
         retyped = compile_pattern(variant) if variant else None
-        if retyped is not None and messages and any(self.search(retyped, m) for m in messages):
+        if retyped is not None and self.search(retyped, messages[0]):
             return True, False
         return False, self.search(pattern, text)
 
