@@ -204,6 +204,10 @@ def test_a_message_retyped_without_its_quotes_or_a_colon_still_matches_its_patte
     assert matcher.match(pattern, ["cannot import name of the module from the docs"], "") == (False, False)
     pattern = r"Max retries exceeded with url: .+? \(Caused by"
     assert matcher.match(pattern, ["Max retries exceeded with url getStatus (Caused by Timeout)"], "")[0]
+    # A quoted slot of another shape keeps its shape, without the quotes.
+    pattern = r"`[\w.]+:\w+` has been removed in V2\."
+    assert matcher.match(pattern, ["gadgets:OldSettings has been removed in V2."], "") == (True, False)
+    assert matcher.match(pattern, ["gadgets OldSettings has been removed in V2."], "") == (False, False)
     # Only a message is read as retyped; the whole paste must match the pattern as it is.
     assert matcher.match("cannot import name '[^']+'", [], "cannot import name validate_schema") == (False, False)
     assert retyped_variant("no quoted slot here: none") == "no quoted slot here:? none"

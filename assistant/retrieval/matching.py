@@ -31,8 +31,11 @@ PATTERN_TEXT_CHARS = 4_000
 COMPILED_PATTERNS = 20_000
 
 
-# A pattern's quoted slot (``'[^'\n]+'``, ``'.+?'``, ``"(.*?)"``...): what a message quotes, a name or a value.
+# A pattern's quoted slot (``'[^'\n]+'``, ``'.+?'``...): what a message quotes, a name or a value; and a quoted
+# slot of another shape, classes and punctuation with no literal letter (``\`[\w.]+:\w+\```).
 _QUOTED_SLOT_RE = re.compile(r"(?P<q>['\"`])(?P<slot>\.[+*]\??|\[\^(?:'|\"|`)?(?:\\n)?\][+*]\??)(?P=q)")
+_SLOT_ATOM = r"(?:\[[^\]'\"`]+\]|\\[wdS]|[:./-])(?:[+*]\??)?"
+_SHAPED_SLOT_RE = re.compile(rf"(?P<q>['\"`])(?P<slot>{_SLOT_ATOM}(?:{_SLOT_ATOM})*)(?P=q)")
 # A literal colon before a space (not the ``(?:`` of a group).
 _COLON_RE = re.compile(r"(?<!\(\?)(?<!\\):(?= )")
 
@@ -44,13 +47,15 @@ def retyped_variant(pattern: str) -> str | None:
     People copy a message by hand and drop its quotes and colons: ``cannot import name validate_core_schema
     from pydantic_core`` is Python's ``cannot import name '[^']+' from '[^']+'``, ``Max retries exceeded
     with url getTaskStatus`` requests' ``Max retries exceeded with url: .+?``. In the variant a quoted slot's
-    quotes are optional (the slot then holds one token) and so is a colon before a space."""
+    quotes are optional (a generic slot then holds one token) and so is a colon before a space."""
 
     def bare(m: re.Match) -> str:
         q, repeat = m["q"], "+" if "+" in m["slot"] else "*"
         return f"{q}?[^\\s{q}]{repeat}{q}?"
 
-    variant = _COLON_RE.sub(":?", _QUOTED_SLOT_RE.sub(bare, pattern))
+    variant = _QUOTED_SLOT_RE.sub(bare, pattern)
+    variant = _SHAPED_SLOT_RE.sub(lambda m: f"{m['q']}?(?:{m['slot']}){m['q']}?", variant)
+    variant = _COLON_RE.sub(":?", variant)
     return variant if variant != pattern else None
 
 
