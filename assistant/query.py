@@ -8,45 +8,14 @@ last raised), the frames, and the libraries, without calling any model.
 
 from __future__ import annotations
 
-import builtins
 import re
 from dataclasses import dataclass, field
 
+from .error_line import EXC_LINE_RE, is_exception_class, looks_like_message
 from .frames import FRAME_RE, SITE_PACKAGES_RE, Frame, is_pytest_report, read_frames, unframed
+from .prose import described_message, inline_error, message_paragraph, raised_message
 from .text_input import well_formed
 
-# ``pkg.module.Class: message`` (the message is optional for a class that is clearly an exception), also
-# as apps and frameworks log it: ``KeyError encountered: '__start__'``, ``ValueError occurred: ...``.
-_EXC_LINE_RE = re.compile(
-    r"^(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Za-z_]\w*))"
-    r"(?:(?:\s(?:encountered|occurred|raised|was raised|thrown|caught))?:(?:\s(?P<msg>.*))?)?$"
-)
-# The same, found inside prose: "it fails with ValueError: base_url and ...".
-_INLINE_EXC_RE = re.compile(
-    r"(?<![\w.])(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Z]\w*(?:Error|Exception|Warning)))(?::\s(?P<msg>.+))?"
-)
-# A message written beside a class named in prose: quoted right before it (``the "Target modules ... not
-# found" ValueError``), quoted right after it (``a TypeError saying "..."``), or told in a clause that quotes
-# a name (``an AttributeError that the model has no attribute 'add_adapter'``).
-_QUOTED_BEFORE_RE = re.compile(r"(?P<q>[\"`])(?P<msg>[^\"`\n]{8,300})(?P=q)\s*$")
-_QUOTED_AFTER_RE = re.compile(
-    r"^s?\s*(?:\(|,|:|saying|says|that says|with(?: the)? message)?\s*(?P<q>[\"`])(?P<msg>[^\"`\n]{8,300})(?P=q)"
-)
-# A class named after a verb of raising, even one not ending in Error: ``the client raises UnexpectedResponse``.
-_RAISED_CLASS_RE = re.compile(
-    r"\b(?:raises|raised|raising|throws|threw|thrown|throwing)\s+(?:an?\s+|the\s+)?"
-    r"(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+))(?!\w|\.\w)"
-)
-# A message quoted after a verb of failing or a "with", its class not named: ``raises `Object of type 'type'
-# is not ...```, ``crashes at startup with "Invalid args for response field!"``.
-_RAISED_MESSAGE_RE = re.compile(
-    r"\b(?P<verb>raises|raised|throws|threw|with|says|say|said|saying|shows|showed|prints|printed|gives|gave|"
-    r"returns|returned|returning|get|got|getting)\s+(?:an?\s+|the\s+)?(?:error\s+|message\s+)?"
-    r"(?P<q>[\"`'])(?P<msg>[^\n]{8,300}?)(?P=q)(?!\w)"
-)
-# What marks a line as an error message rather than a title: a quoted name, or ``... Error: ...``.
-_MESSAGE_MARK_RE = re.compile(r"'[^'\s]+'|\"[^\"\s]+\"|Error: ")
-_CLAUSE_AFTER_RE = re.compile(r"^s?\s+(?:that|saying|telling me)\s+(?P<msg>[^\n.?!]*'[^'\n]+'[^\n.?!]*)")
 # The header IPython / Jupyter print above a traceback: ``ValueError      Traceback (most recent call last)``.
 # It names the class even when the pasted traceback is cut before its last line.
 _IPYTHON_HEAD_RE = re.compile(
@@ -60,26 +29,6 @@ _DEBUGGER_RE = re.compile(
 _WARNING_LINE_RE = re.compile(
     r"^(?P<path>\S.*?):(?P<lineno>\d+): (?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Za-z_]\w*Warning)):(?:\s(?P<msg>.*))?$"
 )
-_EXC_SUFFIXES = (
-    "Error",
-    "Exception",
-    "Warning",
-    "Exit",
-    "Interrupt",
-    "Iteration",
-    "Fault",
-    "Failure",
-    "Timeout",
-    "Denied",
-    "Invalid",
-    "NotFound",
-    "Refused",
-    "Exceeded",
-)
-_CAMEL_CASE_RE = re.compile(r"[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+")
-_BUILTIN_EXCEPTIONS = frozenset(
-    name for name, obj in vars(builtins).items() if isinstance(obj, type) and issubclass(obj, BaseException)
-)
 _LEVEL_RE = re.compile(r"(?<![\w])(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|EXCEPTION)(?![\w])")
 # What may stand before a log level: a timestamp, brackets, a process id, a logger name and separators.
 _LOG_HEAD_RE = re.compile(r"^[\s\[\]()\d:.,TZ+\-/|]*(?:[\w.\-]+\s*[\]:|\-]+\s*)?[\s\[\]()\d:.,TZ+\-/|]*$")
@@ -89,16 +38,6 @@ _LOGGER_RE = re.compile(r"^(?:[a-z_][\w.]*|[A-Za-z_]\w*(?:\.\w+)+)(?::[\w<>]+)*(
 _FENCE_RE = re.compile(r"^\s*```[\w+-]*\s*$|```")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _CHAIN_MARKERS = ("During handling of the above exception", "The above exception was the direct cause")
-# Where one sentence ends and the next begins, inside a line.
-_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[\"'`(\[]?[A-Z])")
-_QUESTION_START_RE = re.compile(
-    r"^(how|why|what|when|where|which|who|can|could|does|do|did|is|are|should|would|my|i|i'm|im|we|our|"
-    r"any|anyone|hey|hi|hello|help|trying|getting|using)\b",
-    re.IGNORECASE,
-)
-# A sentence that tells what happened rather than continuing the message: it goes on the story
-# ("Same thing later when ...", "Also ...") or speaks in the first person ("... when I run it").
-_REMARK_RE = re.compile(r"^(?i:same|also|then|but|and|so|even|still|thanks)\b|\b(?:I|I'm|I've|I'd|my|me)\b")
 
 
 @dataclass(frozen=True)
@@ -175,7 +114,7 @@ def parse_query(raw: str | bytes, *, max_chars: int = 20_000) -> Query:
         kind = "log"
     elif last is not None and last.cls:
         kind = "message" if not _is_prose(lines, last) else "question"
-    elif _looks_like_message(body):
+    elif looks_like_message(body):
         kind = "message"
     else:
         kind = "question"
@@ -186,11 +125,11 @@ def parse_query(raw: str | bytes, *, max_chars: int = 20_000) -> Query:
         if head is not None:
             qual, cls = head["qual"], head["cls"]
     if is_traceback and cls is not None and message is None:
-        message = _described_message(body, cls)
+        message = described_message(body, cls)
     if kind == "question":
-        qual, cls, message = _inline_error(body)
+        qual, cls, message = inline_error(body)
         if cls is None and message is None:
-            qual, cls, message = _raised_message(body) or (None, None, _message_paragraph(lines))
+            qual, cls, message = raised_message(body) or (None, None, message_paragraph(lines))
     elif kind == "message" and last is None:
         message = body
     paths = [f.file for f in frames] + [e.path for e in found if e.path]
@@ -212,20 +151,6 @@ def parse_query(raw: str | bytes, *, max_chars: int = 20_000) -> Query:
 
 def _render(error: _ErrorLine) -> str:
     return f"{error.cls}: {error.message}" if error.cls and error.message else (error.cls or error.message or "")
-
-
-def _is_exception_class(qual: str, cls: str, message: str | None) -> bool:
-    """Whether ``qual`` names an exception class rather than a prose word before a colon."""
-    if cls in _BUILTIN_EXCEPTIONS or cls.endswith(_EXC_SUFFIXES):
-        return True
-    if message is None:
-        return False
-    # ``pydantic_ai.exceptions.UnexpectedModelBehavior: ...``: a dotted path to a capitalised name.
-    if "." in qual:
-        return cls[:1].isupper() and not qual.startswith(("http.", "https."))
-    # ``ScopeMismatch: You tried to access ...``: words run together in CamelCase, then a sentence (not a
-    # version or an address, as in ``PyTorch: 2.1.0``).
-    return _CAMEL_CASE_RE.fullmatch(cls) is not None and message[:1].isalpha() and not message.startswith("http")
 
 
 def _error_lines(lines: list[str]) -> list[_ErrorLine]:
@@ -276,105 +201,16 @@ def _match_error_line(index: int, line: str) -> _ErrorLine | None:
         level = "WARNING" if lm["level"] == "WARN" else lm["level"]
         rest = line[lm.end() :]
         stripped = rest[_LOG_SEPARATORS_RE.match(rest).end() :].strip()
-        m = _EXC_LINE_RE.match(stripped)
-        if not (m and _is_exception_class(m["qual"], m["cls"], m["msg"])):
+        m = EXC_LINE_RE.match(stripped)
+        if not (m and is_exception_class(m["qual"], m["cls"], m["msg"])):
             logger = _LOGGER_RE.match(stripped)
             stripped = stripped[logger.end() :].strip() if logger else stripped
-    m = _EXC_LINE_RE.match(stripped)
-    if m and _is_exception_class(m["qual"], m["cls"], m["msg"]):
+    m = EXC_LINE_RE.match(stripped)
+    if m and is_exception_class(m["qual"], m["cls"], m["msg"]):
         return _ErrorLine(index, m["qual"], m["cls"], (m["msg"] or "").strip() or None, level)
     if level and stripped:
         return _ErrorLine(index, None, None, stripped, level)
     return None
-
-
-def _inline_error(text: str) -> tuple[str | None, str | None, str | None]:
-    """An error quoted inside prose: its qualified name, class and the rest of its line."""
-    named = [*_INLINE_EXC_RE.finditer(text), *_RAISED_CLASS_RE.finditer(text)]
-    last = max(named, key=lambda m: m.start("qual"), default=None)
-    if last is None:
-        return None, None, None
-    message = ((last.groupdict().get("msg")) or "").split("\n")[0].strip()
-    opener = text[last.start("qual") - 1] if last.start("qual") > 0 else ""
-    if opener in ("'", '"', "`"):
-        message = _until_closing_quote(message, opener)
-    if not message:
-        return last["qual"], last["cls"], _message_beside(text, last.start("qual"), last.end())
-    return last["qual"], last["cls"], _without_question(message) or None
-
-
-def _message_paragraph(lines: list[str]) -> str | None:
-    """A message pasted without its class as a paragraph of its own, the question told around it.
-
-    ``No module named 'langgraph.prebuilt'``, a blank line, then how it started: a single short line set apart,
-    not phrased as a question, that quotes a name or reads ``... Error: ...`` (a title line does neither)."""
-    for i, line in enumerate(lines):
-        stripped = line.strip()
-        alone = (i == 0 or not lines[i - 1].strip()) and (i + 1 == len(lines) or not lines[i + 1].strip())
-        if stripped and alone and _looks_like_message(stripped) and _MESSAGE_MARK_RE.search(stripped):
-            return stripped
-    return None
-
-
-def _raised_message(text: str) -> tuple[str | None, str | None, str] | None:
-    """The first message quoted after a verb of failing (see ``_RAISED_MESSAGE_RE``), when no class is named;
-    with its class when the quote starts with one (``"gradio.exceptions.Error: Data incompatible ..."``)."""
-    # After a bare "with", code in backticks is as likely as a message (``with `data: dict = {}```).
-    found = [m for m in _RAISED_MESSAGE_RE.finditer(text) if m["verb"] != "with" or m["q"] == '"']
-    if not found:
-        return None
-    quoted = found[0]["msg"].strip()
-    m = _EXC_LINE_RE.match(quoted)
-    if m and m["msg"] and _is_exception_class(m["qual"], m["cls"], m["msg"]):
-        return m["qual"], m["cls"], m["msg"].strip()
-    return None, None, quoted
-
-
-def _message_beside(text: str, start: int, end: int) -> str | None:
-    """The message people wrote next to a class they named without one (see ``_QUOTED_BEFORE_RE``)."""
-    before = _QUOTED_BEFORE_RE.search(text[max(0, start - 320) : start])
-    if before:
-        return before["msg"].strip()
-    after = text[end : end + 400]
-    m = _QUOTED_AFTER_RE.match(after) or _CLAUSE_AFTER_RE.match(after)
-    return m["msg"].strip() if m else None
-
-
-def _described_message(text: str, cls: str) -> str | None:
-    """For a traceback cut before its message: the message told in prose next to the class's name."""
-    for m in reversed(list(_INLINE_EXC_RE.finditer(text))):
-        if m["cls"] == cls and not m["msg"]:
-            message = _message_beside(text, m.start(), m.end())
-            if message:
-                return message
-    return None
-
-
-def _until_closing_quote(message: str, quote: str) -> str:
-    """A quoted error ends at the quote that closes it: the first one, outside quotes of its own, before a space."""
-    inside = 0
-    for i, c in enumerate(message):
-        if c != quote or (0 < i < len(message) - 1 and message[i - 1].isalnum() and message[i + 1].isalnum()):
-            continue  # not a quote, or an apostrophe inside a word ("can't")
-        if inside % 2 == 0 and (i + 1 == len(message) or message[i + 1] in " \t.,;:?!)"):
-            return message[:i].strip()
-        inside += 1
-    return message
-
-
-def _without_question(message: str) -> str:
-    """An error quoted in prose, without the question that follows it on the same line.
-
-    The message's first sentence is kept; later ones are dropped from the first that asks (ends in ``?``
-    or starts like a question) or tells the story around the error (see ``_REMARK_RE``).
-    """
-    sentences = _SENTENCE_RE.split(message)
-    kept = sentences[:1]
-    for sentence in sentences[1:]:
-        if sentence.rstrip().endswith("?") or _QUESTION_START_RE.match(sentence) or _REMARK_RE.search(sentence):
-            break
-        kept.append(sentence)
-    return " ".join(kept).strip()
 
 
 def _libraries(paths, qualname: str | None) -> tuple[str, ...]:
@@ -412,13 +248,3 @@ def _is_prose(lines: list[str], error: _ErrorLine) -> bool:
     return words > 12 and "?" in "\n".join(other)
 
 
-def _looks_like_message(text: str) -> bool:
-    """A single short line that is not phrased as a question."""
-    stripped = text.strip()
-    return (
-        "\n" not in stripped
-        and not stripped.endswith("?")
-        and len(stripped) < 400
-        and not _QUESTION_START_RE.match(stripped)
-        and len(stripped.split()) <= 15  # longer lines without an exception class are prose
-    )

@@ -1,0 +1,133 @@
+"""Errors told in prose: the class and message people name inside what they wrote around them.
+
+"it fails with ValueError: base_url ...", "a TypeError saying \"...\"", "the client raises UnexpectedResponse",
+"the server logs say 'WORKER TIMEOUT (pid:27)'", or a message set apart as a paragraph of its own. Read
+only where the paste is a question (``query.py`` decides); what is found is the Query's class and message.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .error_line import EXC_LINE_RE, QUESTION_START_RE, is_exception_class, looks_like_message
+
+# An exception class named inside prose, its message after a colon: "it fails with ValueError: base_url ...".
+_INLINE_EXC_RE = re.compile(
+    r"(?<![\w.])(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Z]\w*(?:Error|Exception|Warning)))(?::\s(?P<msg>.+))?"
+)
+# A message written beside a class named in prose: quoted right before it (``the "Target modules ... not
+# found" ValueError``), quoted right after it (``a TypeError saying "..."``), or told in a clause that quotes
+# a name (``an AttributeError that the model has no attribute 'add_adapter'``).
+_QUOTED_BEFORE_RE = re.compile(r"(?P<q>[\"`])(?P<msg>[^\"`\n]{8,300})(?P=q)\s*$")
+_QUOTED_AFTER_RE = re.compile(
+    r"^s?\s*(?:\(|,|:|saying|says|that says|with(?: the)? message)?\s*(?P<q>[\"`])(?P<msg>[^\"`\n]{8,300})(?P=q)"
+)
+# A class named after a verb of raising, even one not ending in Error: ``the client raises UnexpectedResponse``.
+_RAISED_CLASS_RE = re.compile(
+    r"\b(?:raises|raised|raising|throws|threw|thrown|throwing)\s+(?:an?\s+|the\s+)?"
+    r"(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+))(?!\w|\.\w)"
+)
+# A message quoted after a verb of failing or a "with", its class not named: ``raises `Object of type 'type'
+# is not ...```, ``crashes at startup with "Invalid args for response field!"``.
+_RAISED_MESSAGE_RE = re.compile(
+    r"\b(?P<verb>raises|raised|throws|threw|with|says|say|said|saying|shows|showed|prints|printed|gives|gave|"
+    r"returns|returned|returning|get|got|getting)\s+(?:an?\s+|the\s+)?(?:error\s+|message\s+)?"
+    r"(?P<q>[\"`'])(?P<msg>[^\n]{8,300}?)(?P=q)(?!\w)"
+)
+# What marks a line as an error message rather than a title: a quoted name, or ``... Error: ...``.
+_MESSAGE_MARK_RE = re.compile(r"'[^'\s]+'|\"[^\"\s]+\"|Error: ")
+_CLAUSE_AFTER_RE = re.compile(r"^s?\s+(?:that|saying|telling me)\s+(?P<msg>[^\n.?!]*'[^'\n]+'[^\n.?!]*)")
+# Where one sentence ends and the next begins, inside a line.
+_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[\"'`(\[]?[A-Z])")
+# A sentence that tells what happened rather than continuing the message: it goes on the story
+# ("Same thing later when ...", "Also ...") or speaks in the first person ("... when I run it").
+_REMARK_RE = re.compile(r"^(?i:same|also|then|but|and|so|even|still|thanks)\b|\b(?:I|I'm|I've|I'd|my|me)\b")
+
+
+def inline_error(text: str) -> tuple[str | None, str | None, str | None]:
+    """An error quoted inside prose: its qualified name, class and the rest of its line."""
+    named = [*_INLINE_EXC_RE.finditer(text), *_RAISED_CLASS_RE.finditer(text)]
+    last = max(named, key=lambda m: m.start("qual"), default=None)
+    if last is None:
+        return None, None, None
+    message = ((last.groupdict().get("msg")) or "").split("\n")[0].strip()
+    opener = text[last.start("qual") - 1] if last.start("qual") > 0 else ""
+    if opener in ("'", '"', "`"):
+        message = _until_closing_quote(message, opener)
+    if not message:
+        return last["qual"], last["cls"], _message_beside(text, last.start("qual"), last.end())
+    return last["qual"], last["cls"], _without_question(message) or None
+
+
+def message_paragraph(lines: list[str]) -> str | None:
+    """A message pasted without its class as a paragraph of its own, the question told around it.
+
+    ``No module named 'langgraph.prebuilt'``, a blank line, then how it started: a single short line set apart,
+    not phrased as a question, that quotes a name or reads ``... Error: ...`` (a title line does neither)."""
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        alone = (i == 0 or not lines[i - 1].strip()) and (i + 1 == len(lines) or not lines[i + 1].strip())
+        if stripped and alone and looks_like_message(stripped) and _MESSAGE_MARK_RE.search(stripped):
+            return stripped
+    return None
+
+
+def raised_message(text: str) -> tuple[str | None, str | None, str] | None:
+    """The first message quoted after a verb of failing (see ``_RAISED_MESSAGE_RE``), when no class is named;
+    with its class when the quote starts with one (``"gradio.exceptions.Error: Data incompatible ..."``)."""
+    # After a bare "with", code in backticks is as likely as a message (``with `data: dict = {}```).
+    found = [m for m in _RAISED_MESSAGE_RE.finditer(text) if m["verb"] != "with" or m["q"] == '"']
+    if not found:
+        return None
+    quoted = found[0]["msg"].strip()
+    m = EXC_LINE_RE.match(quoted)
+    if m and m["msg"] and is_exception_class(m["qual"], m["cls"], m["msg"]):
+        return m["qual"], m["cls"], m["msg"].strip()
+    return None, None, quoted
+
+
+def _message_beside(text: str, start: int, end: int) -> str | None:
+    """The message people wrote next to a class they named without one (see ``_QUOTED_BEFORE_RE``)."""
+    before = _QUOTED_BEFORE_RE.search(text[max(0, start - 320) : start])
+    if before:
+        return before["msg"].strip()
+    after = text[end : end + 400]
+    m = _QUOTED_AFTER_RE.match(after) or _CLAUSE_AFTER_RE.match(after)
+    return m["msg"].strip() if m else None
+
+
+def described_message(text: str, cls: str) -> str | None:
+    """For a traceback cut before its message: the message told in prose next to the class's name."""
+    for m in reversed(list(_INLINE_EXC_RE.finditer(text))):
+        if m["cls"] == cls and not m["msg"]:
+            message = _message_beside(text, m.start(), m.end())
+            if message:
+                return message
+    return None
+
+
+def _until_closing_quote(message: str, quote: str) -> str:
+    """A quoted error ends at the quote that closes it: the first one, outside quotes of its own, before a space."""
+    inside = 0
+    for i, c in enumerate(message):
+        if c != quote or (0 < i < len(message) - 1 and message[i - 1].isalnum() and message[i + 1].isalnum()):
+            continue  # not a quote, or an apostrophe inside a word ("can't")
+        if inside % 2 == 0 and (i + 1 == len(message) or message[i + 1] in " \t.,;:?!)"):
+            return message[:i].strip()
+        inside += 1
+    return message
+
+
+def _without_question(message: str) -> str:
+    """An error quoted in prose, without the question that follows it on the same line.
+
+    The message's first sentence is kept; later ones are dropped from the first that asks (ends in ``?``
+    or starts like a question) or tells the story around the error (see ``_REMARK_RE``).
+    """
+    sentences = _SENTENCE_RE.split(message)
+    kept = sentences[:1]
+    for sentence in sentences[1:]:
+        if sentence.rstrip().endswith("?") or QUESTION_START_RE.match(sentence) or _REMARK_RE.search(sentence):
+            break
+        kept.append(sentence)
+    return " ".join(kept).strip()
