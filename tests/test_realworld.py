@@ -329,3 +329,43 @@ def test_words_only_ingested_records_hold_stay_unknown_to_the_confidence(small_k
     lines.append({"record": curated, "datasetVersion": lines[0].get("datasetVersion")})
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert unknown_share() < before - 0.3
+
+
+def test_ingested_records_leave_curated_records_ranks_as_they_were(small_kb, tmp_path, float_embedder):
+    """The rank and gap features the weights were fitted on are read among curated records: an ingested
+    record nearer the query does not push the curated ones down. (The float embedder: int8 vectors depend
+    on the batch they were embedded in, and the two builds batch differently.)"""
+    embedder = float_embedder
+    import numpy as np
+
+    from assistant import Assistant, Settings
+    from assistant.retrieval.features import FEATURES
+
+    question = "my gadget agent keeps failing with a GadgetOverheated error when the reactor runs hot, why?"
+    curated = Assistant(Settings.load(env={}, kb=[small_kb], index_dir=tmp_path / "curated"), embedder=embedder)
+    before = curated.retriever.score(curated.parse(question))
+    path = small_kb / "ollama__ollama-python.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    near = dict(lines[0]["record"])
+    near.update(
+        id="00000000feedbeef",
+        slug="gadget-overheated",
+        errorClass="GadgetOverheated",
+        errorMessage="The gadget agent overheated: the reactor runs hot",
+        messagePattern="The gadget agent overheated",
+        filePath="ollama/_gadget.py",
+        documentation="Raised when the gadget agent's reactor runs hot.",
+        tags=["ollama", "ingested"],
+    )
+    lines.append({"record": near, "datasetVersion": lines[0].get("datasetVersion")})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    mixed = Assistant(Settings.load(env={}, kb=[small_kb], index_dir=tmp_path / "mixed"), embedder=embedder)
+    after = mixed.retriever.score(mixed.parse(question))
+    dense = FEATURES.index("dense")
+    new = next(j for j in range(len(after.scores)) if mixed.records[after.position(j)].id == near["id"])
+    assert after.features[new, dense] == after.features[:, dense].max()  # the ingested record is nearest
+    row_of = {mixed.records[after.position(j)].id: j for j in range(len(after.scores))}
+    for name in ("dense_rank", "dense_gap"):
+        column = FEATURES.index(name)
+        was = {curated.records[before.position(j)].id: before.features[j, column] for j in range(len(before.scores))}
+        assert np.allclose([after.features[row_of[i], column] for i in was], list(was.values()), atol=1e-6), name

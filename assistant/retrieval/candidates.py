@@ -76,9 +76,16 @@ def positions_of(ids: np.ndarray, row_ids: Sequence[str]) -> np.ndarray:
     return out
 
 
-def reciprocal_rank(values: np.ndarray) -> np.ndarray:
+def reciprocal_rank(values: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
     """1 / (1 + rank), ranks exact for the best ``RANK_DEPTH`` records; all others share rank RANK_DEPTH
-    (a large knowledge base is not sorted whole for a signal below 0.001 there)."""
+    (a large knowledge base is not sorted whole for a signal below 0.001 there).
+
+    With ``among`` (a mask), a record's rank counts only the masked records above it: ingested records
+    join a curated knowledge base without pushing curated ones down the ranks the weights were fitted on."""
+    if among is not None and not among.all():
+        reference = np.sort(values[among])
+        above = len(reference) - np.searchsorted(reference, values, side="right")
+        return 1.0 / (1.0 + np.minimum(above, RANK_DEPTH).astype(np.float64))
     ranks = np.full(len(values), float(RANK_DEPTH))
     top = best(values, RANK_DEPTH)
     ranks[top] = np.arange(len(top))

@@ -76,6 +76,17 @@ NOT_IN_PLAY = 1_000.0
 _WINERROR_RE = re.compile(r"\[WinError (\d+)\]")
 
 
+def _peak(values: np.ndarray, among: np.ndarray | None) -> float:
+    """The largest of ``values`` (of those ``among`` masks, when any is), 0 for none."""
+    chosen = values if among is None or not among.any() else values[among]
+    return float(chosen.max()) if len(chosen) else 0.0
+
+
+def _scaled(values: np.ndarray, among: np.ndarray | None) -> np.ndarray:
+    peak = _peak(values, among)
+    return values / peak if peak > 0 else values
+
+
 def query_model(query: Query) -> str:
     """Which fusion weights score ``query``: "prose" for a question or a paste with no error line, else "error"."""
     return "prose" if query.kind == "question" or not query.error_line else "error"
@@ -253,6 +264,8 @@ class Retriever:
             out[where] = values if np.ndim(values) == 0 else np.asarray(values)[picked]
             return out
 
+        # Ranks and maxima are read among curated records (see reciprocal_rank).
+        curated = spread(self.signals.ingested, 0.0, base=1.0) > 0 if len(self.signals.ingested) else None
         class_equal = spread(found.same_class)
         rarity = self._class_rarity.get(query.exception_class or "", 0.0)
         lex_msg = bm25_sum(in_message, message_tokens, m)
@@ -271,13 +284,13 @@ class Retriever:
                 spread(found.seen),
                 spread(found.named),
                 np.zeros(m) if found.known is None else 1.0 - spread(found.known),
-                lex_msg / lex_msg.max() if m and lex_msg.max() > 0 else lex_msg,
-                lex_all / lex_all.max() if m and lex_all.max() > 0 else lex_all,
-                reciprocal_rank(lex_all),
+                _scaled(lex_msg, curated),
+                _scaled(lex_all, curated),
+                reciprocal_rank(lex_all, curated),
                 np.log1p(lex_all),
                 dense,
-                dense - dense.max() if m else dense,
-                reciprocal_rank(dense),
+                dense - _peak(dense, curated),
+                reciprocal_rank(dense, curated),
                 held / max(len(words), 1),
                 np.full(m, unknown),
                 np.full(m, has_message),
