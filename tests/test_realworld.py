@@ -346,17 +346,17 @@ def test_ingested_records_leave_curated_records_ranks_as_they_were(small_kb, tmp
     before = curated.retriever.score(curated.parse(question))
     path = small_kb / "ollama__ollama-python.jsonl"
     lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    near = dict(lines[0]["record"])
-    near.update(
-        id="00000000feedbeef",
-        slug="gadget-overheated",
-        errorClass="GadgetOverheated",
-        errorMessage="The gadget agent overheated: the reactor runs hot",
-        messagePattern="The gadget agent overheated",
-        filePath="ollama/_gadget.py",
-        documentation="Raised when the gadget agent's reactor runs hot.",
-        tags=["ollama", "ingested"],
-    )
+    near = {
+        **lines[0]["record"],
+        "id": "00000000feedbeef",
+        "slug": "gadget-overheated",
+        "errorClass": "GadgetOverheated",
+        "errorMessage": "The gadget agent overheated: the reactor runs hot",
+        "messagePattern": "The gadget agent overheated",
+        "filePath": "ollama/_gadget.py",
+        "documentation": "Raised when the gadget agent's reactor runs hot.",
+        "tags": ["ollama", "ingested"],
+    }
     lines.append({"record": near, "datasetVersion": lines[0].get("datasetVersion")})
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     mixed = Assistant(Settings.load(env={}, kb=[small_kb], index_dir=tmp_path / "mixed"), embedder=embedder)
