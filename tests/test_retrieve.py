@@ -214,6 +214,19 @@ def test_a_message_retyped_without_its_quotes_or_a_colon_still_matches_its_patte
     assert retyped_variant(r"(?:a|b) \d+") is None
 
 
+def test_reciprocal_rank_among_some_records_and_among_all_or_none():
+    from assistant.retrieval.candidates import reciprocal_rank
+
+    values = np.array([0.9, 0.5, 0.7, 0.8])
+    plain = reciprocal_rank(values)
+    assert np.allclose(plain, [1.0, 1 / 4, 1 / 3, 1 / 2])
+    # Ranked among the masked records only: the unmasked 0.9 pushes nobody down.
+    assert np.allclose(reciprocal_rank(values, np.array([False, True, True, True])), [1.0, 1 / 3, 1 / 2, 1.0])
+    # A mask of all or none is every record.
+    assert np.allclose(reciprocal_rank(values, np.ones(4, bool)), plain)
+    assert np.allclose(reciprocal_rank(values, np.zeros(4, bool)), plain)
+
+
 def test_literal_chars_measures_how_specific_a_pattern_is():
     assert literal_chars(r"Invalid gadget mode \w+") == len("Invalid gadget mode ")
     assert literal_chars(r".*") == 0

@@ -81,8 +81,9 @@ def reciprocal_rank(values: np.ndarray, among: np.ndarray | None = None) -> np.n
     (a large knowledge base is not sorted whole for a signal below 0.001 there).
 
     With ``among`` (a mask), a record's rank counts only the masked records above it: ingested records
-    join a curated knowledge base without pushing curated ones down the ranks the weights were fitted on."""
-    if among is not None and not among.all():
+    join a curated knowledge base without pushing curated ones down the ranks the weights were fitted on.
+    A mask of all or none (a curated or an ingested knowledge base alone) ranks among every record."""
+    if among is not None and among.any() and not among.all():
         reference = np.sort(values[among])
         above = len(reference) - np.searchsorted(reference, values, side="right")
         return 1.0 / (1.0 + np.minimum(above, RANK_DEPTH).astype(np.float64))
