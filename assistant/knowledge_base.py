@@ -40,9 +40,9 @@ from .storage.shelf import RecordShelf
 logger = logging.getLogger(__name__)
 
 SNAPSHOT_DIR = "signals"
-# 2: curated records win over ingested ones by message identity too (records.curated_first); 3: the stamp
-# covers the piece vectors' manifest too
-FORMAT = 3
+# 2: curated records win over ingested ones by message identity too (records.choose_curated); 3: the stamp
+# covers the piece vectors' manifest too; 4: the patterns curated records inherit (wordings.py)
+FORMAT = 4
 
 
 @dataclass
@@ -162,7 +162,8 @@ def _read(index_dir: Path, files: list[Path], *, strict: bool):
         if len(places) != len(signals):
             raise ValueError("record counts differ")
         report = LoadReport(files=list(files), problems=list(meta["problems"]), superseded=int(meta["superseded"]))
-        return RecordShelf(shelf_files, places, signals.ids), report, signals, meta.get("manifest")
+        patterns = {int(i): str(p) for i, p in meta["patterns"].items()}
+        return RecordShelf(shelf_files, places, signals.ids, patterns), report, signals, meta.get("manifest")
     except Exception as exc:  # noqa: BLE001 - damaged files fail in numpy/bm25s in many ways; all mean rebuild
         logger.warning("the start-up snapshot in %s is unusable (%s); loading the records again", folder, exc)
         return None
@@ -192,6 +193,7 @@ def _write(
                 "shelf_files": [str(p.resolve()) for p in shelf.files],  # valid from any working folder
                 "problems": report.problems,
                 "superseded": report.superseded,
+                "patterns": {str(i): p for i, p in shelf.patterns.items()},
                 "manifest": stamp,
             }
             (fresh / "snapshot.json").write_text(json.dumps(meta), encoding="utf-8")

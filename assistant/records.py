@@ -11,7 +11,7 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -288,11 +288,21 @@ def scan_records(
 def prefer_curated(records: Sequence[Record], report: LoadReport | None = None) -> list[Record]:
     """Drop ingested records for a raise that a curated record already covers, and repeats of one id.
 
-    A record is ingested when ``errata ingest`` tagged it so; every other record is curated and always kept.
-    Order is kept, so ranking ties stay stable.
+    A record is ingested when ``errata ingest`` tagged it so; every other record is curated and always kept,
+    with the wordings of the ingested records that gave way to it (:mod:`assistant.wordings`). Order is
+    kept, so ranking ties stay stable.
     """
-    keep = curated_first([choice_entry(r) for r in records], report)
-    return list(records) if keep is None else [r for r, kept in zip(records, keep, strict=True) if kept]
+    choice = choose_curated([choice_entry(r) for r in records], report)
+    if choice is None:
+        return list(records)
+    from .wordings import curated_samples, inherited_patterns
+
+    inherited = inherited_patterns(records.__getitem__, choice.heirs, curated_samples(records, INGESTED_TAG))
+    return [
+        replace(r, message_pattern=inherited[i]) if i in inherited else r
+        for i, (r, kept) in enumerate(zip(records, choice.keep, strict=True))
+        if kept
+    ]
 
 
 # (repo, file, line), the raise's identity (repo, file, class, message template; see releases.identity),
@@ -310,32 +320,57 @@ def choice_entry(record: Record) -> tuple[RaiseKey, bool]:
     return (line, raise_identity(record), record.id, message_identity(record)), INGESTED_TAG in record.tags
 
 
-def curated_first(entries: Sequence[tuple[RaiseKey, bool]], report: LoadReport | None = None) -> list[bool] | None:
-    """Which records :func:`prefer_curated` keeps, in order, from their :func:`choice_entry`; None when all.
+@dataclass
+class CuratedChoice:
+    """Which records are kept, and for each curated record the ingested ones that gave way to it."""
 
-    An ingested record gives way to a curated one at the same line, of the same raise identity (a newer
+    keep: list[bool]
+    # Curated record's position -> positions of the ingested records of the same raise that gave way to it:
+    # their patterns carry the wordings of releases the curated record was not written from.
+    heirs: dict[int, list[int]] = field(default_factory=dict)
+
+
+def choose_curated(entries: Sequence[tuple[RaiseKey, bool]], report: LoadReport | None = None) -> CuratedChoice | None:
+    """An ingested record gives way to a curated one at the same line, of the same raise identity (a newer
     release moves lines) or of the same message identity (the same library, class and message template in
     whatever file); of ingested records only a repeated id is dropped (records of several releases share
-    a file and line number by chance)."""
+    a file and line number by chance). None when every record is curated."""
     if not any(ingested for _key, ingested in entries):
         return None  # the common case, kept cheap for very large knowledge bases
-    curated_lines = {key[0] for key, ingested in entries if not ingested}
-    curated_raises = {key[1] for key, ingested in entries if not ingested}
-    curated_messages = {key[3] for key, ingested in entries if not ingested}
-    keep: list[bool] = []
+    curated: dict[object, list[int]] = {}
+    for position, ((line, identity, _record_id, message), ingested) in enumerate(entries):
+        if not ingested:
+            for key in (("line", line), ("raise", identity), ("message", message)):
+                curated.setdefault(key, []).append(position)
+    choice = CuratedChoice(keep=[])
     seen_ids: set[str] = set()
-    for (line, identity, record_id, message), ingested in entries:
-        dropped = ingested and (
-            line in curated_lines or identity in curated_raises or message in curated_messages or record_id in seen_ids
-        )
-        keep.append(not dropped)
+    for position, ((line, identity, record_id, message), ingested) in enumerate(entries):
+        twins: set[int] = set()
+        at_line: list[int] = []
+        if ingested:
+            at_line = curated.get(("line", line), [])
+            twins.update(curated.get(("raise", identity), ()), curated.get(("message", message), ()))
+        dropped = ingested and (bool(twins or at_line) or record_id in seen_ids)
+        choice.keep.append(not dropped)
+        # The same line in another release is often another raise: it inherits only when reworded a little.
+        twins.update(i for i in at_line if _reworded(entries[i][0][3], message))
+        # Several curated records of one raise tell its texts apart (an Ollama server's "model not found"
+        # and "does not support tools"): an ingested pattern matches them all, so none inherits it.
+        if len(twins) == 1:
+            choice.heirs.setdefault(twins.pop(), []).append(position)
         if dropped and report is not None:
             report.superseded += 1
         if ingested:
             seen_ids.add(record_id)
-    if not all(keep):
-        logger.info("%d ingested record(s) gave way to curated records of the same raise", keep.count(False))
-    return keep
+    if not all(choice.keep):
+        logger.info("%d ingested record(s) gave way to curated records of the same raise", choice.keep.count(False))
+    return choice
+
+
+def _reworded(message_identity: str, other: str) -> bool:
+    from .releases.identity import REWORDED, similarity
+
+    return similarity(message_identity, other) >= REWORDED
 
 
 def parse_line(line: str, where: str, *, check_pattern: bool = True) -> Record:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from assistant import parse_query
+from assistant.records import load_records
+from assistant.settings import BUNDLED_KB_DIR
 
 REALWORLD = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "realworld.jsonl"
 PYTHON = "python/cpython"
@@ -369,3 +372,15 @@ def test_ingested_records_leave_curated_records_ranks_as_they_were(small_kb, tmp
         column = FEATURES.index(name)
         was = {curated.records[before.position(j)].id: before.features[j, column] for j in range(len(before.scores))}
         assert np.allclose([after.features[row_of[i], column] for i in was], list(was.values()), atol=1e-6), name
+
+
+def test_a_message_worded_as_an_older_release_worded_it_is_answered_from_the_curated_record(assistant):
+    """pydantic-ai said ``Exceeded maximum retries (1) for result validation`` before its curated record's
+    ``Exceeded maximum output retries (1)``; the bundled wordings (assistant/data/kb/wordings/) carry the
+    older wording into the curated record's pattern."""
+    curated = next(r for r in assistant.records if r.id == "884ca992d333e8ca")
+    old = "pydantic_ai.exceptions.UnexpectedModelBehavior: Exceeded maximum retries (1) for result validation"
+    as_written = next(r for r in load_records(BUNDLED_KB_DIR / "pydantic__pydantic-ai.jsonl") if r.id == curated.id)
+    assert not re.search(as_written.message_pattern, old) and re.search(curated.message_pattern, old)
+    _query, retrieval = assistant.retrieve(old + "\n\nMy agent runs against a local model. Why does it stop?")
+    assert retrieval.hits[0].record.id == curated.id and retrieval.confident

@@ -126,6 +126,7 @@ def test_one_record_per_raise_across_moved_lines_and_rewording(toy_kb):
     assert "Make a client that sends requests." in record.documentation  # the docstring sentence
     assert "1.0–2.0 (3 of 3 releases read)" in record.documentation
     assert 'Earlier wording: "Invalid timeout {timeout}: must be positive" (1.0)' in record.documentation
+    assert "reworded" in record.tags  # what lets a curated record of this raise inherit the pattern
     # The words both wordings share stay outside the alternation, where the pattern index can file them.
     assert record.message_pattern == "Invalid timeout (.+?): (?:it must be a positive number|must be positive)"
 

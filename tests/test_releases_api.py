@@ -8,7 +8,7 @@ import textwrap
 
 from assistant.releases.apidiff import diff_surfaces
 from assistant.releases.identity import message_template, raise_identity
-from assistant.releases.merge import combine_patterns
+from assistant.releases.patterns import combine_patterns
 from assistant.releases.surface import read_surface
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..errors import ConfigurationError, ErrataError
-from ..settings import Settings
+from ..settings import BUNDLED_KB_DIR, Settings
 
 Command = Callable[[argparse.Namespace, Settings], int]
 COMMANDS: dict[str, Command] = {}
@@ -119,6 +119,17 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true", help="print the report as JSON")
     e.add_argument("-v", "--verbose", action="store_true")
     _add_releases_flags(e, ingest=False)
+    e = kb_sub.add_parser(
+        "wordings", help="keep of an ingested build the records that add older wordings to curated records"
+    )
+    e.add_argument("source", type=Path, nargs="+", help="folders or .jsonl files of ingested records (build-ecosystem)")
+    e.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=BUNDLED_KB_DIR / "wordings",
+        help="folder for the <owner>__<name>.jsonl files (default: the bundled knowledge base's wordings/)",
+    )
 
     p = sub.add_parser("serve", help="serve the web chat (the same as python app.py)")
     p.add_argument("--host", help="interface to listen on (default 127.0.0.1; env ERRATA_HOST)")
@@ -308,6 +319,11 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 @command("kb")
 def _kb(args: argparse.Namespace, settings: Settings) -> int:
+    if args.kb_command == "wordings":
+        from ..releases.earlier_wordings import extract_wordings
+
+        print(f"{extract_wordings(settings.kb, args.source, args.output).summary()} -> {args.output}")
+        return 0
     from ..releases.cli import build_ecosystem_command
 
     return build_ecosystem_command(args, settings)

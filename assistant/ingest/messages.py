@@ -12,6 +12,8 @@ import string
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..pattern_safety import unbounded_reason
+
 # A message needs this much literal text to be worth retrieving on.
 MIN_LETTERS = 10
 MIN_WORDS = 2
@@ -34,6 +36,29 @@ Part = str | Placeholder
 def render_message(parts: Iterable[Part]) -> str:
     """The message as written in the source, placeholders as ``{expr}``."""
     return "".join(p if isinstance(p, str) else "{" + p.expr + "}" for p in parts)
+
+
+def bounded_message_pattern(parts: Iterable[Part]) -> str:
+    """:func:`message_pattern`, or where that could backtrack for long (``(.+?)`` three times around short
+    literals: ``` `{name}({old}=...)` is deprecated, use `{new}=` ```), the pattern of the stretch of the
+    message with at most two placeholders and the most literal text: it still finds the message inside a
+    pasted line, and a record whose pattern fails the knowledge base's safety check could not be loaded."""
+    parts = merge_parts(parts)
+    pattern = message_pattern(parts)
+    if not pattern or unbounded_reason(pattern) is None:
+        return pattern
+    holes = [i for i, part in enumerate(parts) if isinstance(part, Placeholder)]
+    best = ""
+    best_letters = -1
+    for first in range(len(holes) - 1):  # parts strictly between placeholder first-1 and first+2
+        start = holes[first - 1] + 1 if first > 0 else 0
+        end = holes[first + 2] if first + 2 < len(holes) else len(parts)
+        window = parts[start:end]
+        letters = len(literal_text(window))
+        candidate = message_pattern(window)
+        if letters > best_letters and candidate and unbounded_reason(candidate) is None:
+            best, best_letters = candidate, letters
+    return best
 
 
 def message_pattern(parts: Iterable[Part]) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 from ..errors import ConfigurationError
 from ..records import INGESTED_TAG, Record, record_from_dict
 from .extract import Finding, find_in_source, package_helpers
-from .messages import WORD_RE, Part, literal_text, message_pattern, render_message
+from .messages import WORD_RE, Part, bounded_message_pattern, literal_text, render_message
 from .output import EXTRACTED_TAG, IngestReport
 
 CONTEXT_LINES = 8
@@ -71,7 +71,7 @@ def make_record(finding: Finding, file_path: str, lines: list[str], origin: Orig
         "slug": _slug(finding),
         "errorCode": None,
         "errorMessage": error_message,
-        "messagePattern": message_pattern(finding.parts),
+        "messagePattern": bounded_message_pattern(finding.parts),
         "errorType": finding.kind,
         "errorClass": finding.error_class,
         "httpStatus": finding.http_status,

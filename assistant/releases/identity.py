@@ -18,6 +18,8 @@ from typing import Any
 Record = Any
 
 _PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}")
+# Two message templates (or identities) at least this alike are one raise reworded.
+REWORDED = 0.5
 _REPO_PATH_PREFIXES = ("src/",)
 
 

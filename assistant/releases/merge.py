@@ -9,19 +9,17 @@ them.
 
 from __future__ import annotations
 
-import os
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .identity import identity_id, message_template, module_path, similarity
+from .identity import REWORDED, identity_id, message_template, module_path, similarity
+from .patterns import REWORDED_TAG, combine_bounded
 from .scan import Scan
 
 RELEASE_FIRST = "release-first:"
 RELEASE_LAST = "release-last:"
-_REWORDED = 0.5  # two messages of one function and class at least this alike are one raise reworded
 _MARKER = "(Extracted from the source code; not reviewed.)"
 
 
@@ -91,7 +89,7 @@ def match_release(tracks: list[_Track], entries: list[dict[str, Any]], version: 
             t_file, t_qualname, t_class, t_kind, t_template = _keys(track.last_entry)
             if (file, qualname, error_class, kind) == (t_file, t_qualname, t_class, t_kind):
                 score = similarity(template, t_template)
-                if score >= _REWORDED:
+                if score >= REWORDED:
                     pairs.append((score, id(entry), entry, track))
     used: set[int] = set()
     for _score, entry_id, entry, track in sorted(pairs, key=lambda p: -p[0]):
@@ -164,9 +162,9 @@ def merged_record(track: _Track, versions: Sequence[str], package: str) -> dict[
         documentation = f"{documentation} {text}"
     newest.update(
         id=identity_id(track.identity),
-        messagePattern=combine_patterns(list(patterns)),
+        messagePattern=combine_bounded(list(patterns)),
         documentation=documentation,
-        tags=list(dict.fromkeys([*newest["tags"], *release_tags(seen[0], seen[-1])])),
+        tags=list(dict.fromkeys([*newest["tags"], *release_tags(seen[0], seen[-1]), *[REWORDED_TAG][: bool(earlier)]])),
     )
     return newest
 
@@ -184,24 +182,3 @@ def span(seen: Sequence[str], versions: Sequence[str]) -> str:
         else:
             runs.append([version])
     return ", ".join(run[0] if len(run) == 1 else f"{run[0]}–{run[-1]}" for run in runs)
-
-
-def combine_patterns(patterns: Sequence[str]) -> str:
-    """One pattern matching what each of ``patterns`` matches: the shared start and end (cut at a literal
-    space, so whole words stay outside) around an alternation of the differing middles."""
-    unique = list(dict.fromkeys(p for p in patterns if p))
-    if len(unique) <= 1:
-        return unique[0] if unique else ""
-    prefix = os.path.commonprefix(unique)
-    cut = prefix.rfind(" ") + 1 if prefix.rfind(" ") > 0 and prefix[prefix.rfind(" ") - 1] != "\\" else 0
-    rests = [p[cut:] for p in unique]
-    suffix = os.path.commonprefix([r[::-1] for r in rests])[::-1]
-    space = suffix.find(" ")
-    end = len(suffix) - space if space >= 0 else 0
-    middles = [r[: len(r) - end] if end else r for r in rests]
-    combined = unique[0][:cut] + "(?:" + "|".join(middles) + ")" + (rests[0][len(rests[0]) - end :] if end else "")
-    try:
-        re.compile(combined)
-    except re.error:
-        return "|".join(f"(?:{p})" for p in unique)
-    return combined

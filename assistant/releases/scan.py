@@ -25,7 +25,7 @@ from .archive import ReleaseArchive, read_archive
 from .surface import read_surface
 
 # Bump when what a scan finds changes, so cached scans are made again.
-SCAN_VERSION = 4
+SCAN_VERSION = 5  # 5: bounded message patterns (ingest.messages.bounded_message_pattern)
 DEFAULT_TAG_FORMAT = "v{version}"
 
 Scan = dict[str, Any]

@@ -17,13 +17,24 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import overload
 
 import numpy as np
 
 from ..errors import KnowledgeBaseError
-from ..records import LoadReport, RaiseKey, Record, choice_entry, curated_first, parse_line, scan_records
+from ..records import (
+    INGESTED_TAG,
+    LoadReport,
+    RaiseKey,
+    Record,
+    choice_entry,
+    choose_curated,
+    parse_line,
+    scan_records,
+)
+from ..wordings import inherited_patterns, message_sample
 
 # Parsed records kept in memory, the most recently read (about 10 KB each: ~40 MB at most).
 RECORDS_KEPT = 4096
@@ -32,11 +43,15 @@ RECORDS_KEPT = 4096
 class RecordShelf(Sequence[Record]):
     """The records of a knowledge base, read from their JSONL files on access (thread-safe)."""
 
-    def __init__(self, files: list[Path], places: np.ndarray, ids: np.ndarray):
-        """``places``: one row per record, (file number, byte offset, byte length, line number)."""
+    def __init__(
+        self, files: list[Path], places: np.ndarray, ids: np.ndarray, patterns: dict[int, str] | None = None
+    ):
+        """``places``: one row per record, (file number, byte offset, byte length, line number); ``patterns``:
+        the pattern a record has instead of its line's, by position (the wordings it inherited)."""
         self.files = files
         self._places = places
         self._ids = ids  # bytes: record ids are 16 hex digits (checked when loaded)
+        self.patterns = dict(patterns or {})
         self._handles: dict[int, int] = {}
         self._lock = threading.Lock()
         self._kept: OrderedDict[int, Record] = OrderedDict()  # the last RECORDS_KEPT read, oldest first
@@ -57,6 +72,7 @@ class RecordShelf(Sequence[Record]):
         places: list[tuple[int, int, int, int]] = []
         ids: list[str] = []
         choice: list[tuple[RaiseKey, bool]] = []
+        samples: dict[str, list[str]] = {}  # of curated records only: what inheriting a wording checks
         for found in scan_records(paths, strict=strict, report=report):
             number = numbers.setdefault(found.path, len(files))
             if number == len(files):
@@ -64,13 +80,21 @@ class RecordShelf(Sequence[Record]):
             places.append((number, found.offset, found.length, found.lineno))
             ids.append(found.record.id)
             choice.append(choice_entry(found.record))
-        keep = curated_first(choice, report)
+            if INGESTED_TAG not in found.record.tags:
+                samples.setdefault(found.record.repo, []).append(message_sample(found.record))
+        chosen = choose_curated(choice, report)
         del choice
         rows = np.array(places, dtype=np.int64).reshape(-1, 4)
         id_bytes = np.array(ids, dtype="S16")
-        if keep is not None:
-            rows, id_bytes = rows[np.array(keep)], id_bytes[np.array(keep)]
-        return cls(files, rows, id_bytes)
+        if chosen is None:
+            return cls(files, rows, id_bytes)
+        every = cls(files, rows, id_bytes)  # reads the patterns of the records that gave way, before they go
+        inherited = inherited_patterns(every._parse, chosen.heirs, samples)
+        every.close()
+        kept = np.array(chosen.keep)
+        position = np.cumsum(kept) - 1  # a kept record's position among the kept ones
+        patterns = {int(position[i]): pattern for i, pattern in inherited.items()}
+        return cls(files, rows[kept], id_bytes[kept], patterns)
 
     def __len__(self) -> int:
         return len(self._places)
@@ -112,7 +136,8 @@ class RecordShelf(Sequence[Record]):
             raise KnowledgeBaseError(f"{where} changed since the knowledge base was loaded ({exc}); restart") from exc
         if record.id.encode() != self._ids[i]:
             raise KnowledgeBaseError(f"{where} changed since the knowledge base was loaded (another record); restart")
-        return record
+        pattern = self.patterns.get(i)
+        return record if pattern is None else replace(record, message_pattern=pattern)
 
     def __iter__(self) -> Iterator[Record]:
         for i in range(len(self)):  # a pass over every record (a build) is not kept
