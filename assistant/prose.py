@@ -46,8 +46,14 @@ _REMARK_RE = re.compile(r"^(?i:same|also|then|but|and|so|even|still|thanks)\b|\b
 
 def inline_error(text: str) -> tuple[str | None, str | None, str | None]:
     """An error quoted inside prose: its qualified name, class and the rest of its line."""
-    named = [*_INLINE_EXC_RE.finditer(text), *_RAISED_CLASS_RE.finditer(text)]
-    last = max(named, key=lambda m: m.start("qual"), default=None)
+    raised = list(_RAISED_CLASS_RE.finditer(text))
+    named = [*_INLINE_EXC_RE.finditer(text), *raised]
+    if raised and len({m["cls"] for m in named}) > 1:
+        # Two errors told of: the one said to be raised is the paste's ("hf_hub_download raises
+        # OfflineModeIsEnabled ... and with offline off I get LocalEntryNotFoundError").
+        chosen = raised[-1]["cls"]
+        named = [m for m in named if m["cls"] == chosen]
+    last = max(named, key=lambda m: (m.start("qual"), m.re is _INLINE_EXC_RE), default=None)
     if last is None:
         return None, None, None
     message = ((last.groupdict().get("msg")) or "").split("\n")[0].strip()

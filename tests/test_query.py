@@ -225,6 +225,15 @@ def test_a_class_or_message_told_after_a_verb_of_raising():
     # A class not ending in Error, named after "raises".
     q = parse_query("Asking about a gadget named a/b, the client raises UnexpectedReply. What should I catch?")
     assert (q.kind, q.exception_class, q.message) == ("question", "UnexpectedReply", None)
+    # Of two errors told of, the one said to be raised, wherever the other is named; one error named twice
+    # keeps the message its error line gives.
+    q = parse_query(
+        "Offline, fetch_gadget raises GadgetOfflineError at once instead of using the cache. And online, with "
+        "the hub down, I get CacheMissError although the file is there. How do I make it use the cache?"
+    )
+    assert q.exception_class == "GadgetOfflineError"
+    q = parse_query("Saving raises GadgetError. The log shows GadgetError: gadget g7 is locked. Why?")
+    assert (q.exception_class, q.message) == ("GadgetError", "gadget g7 is locked.")
     # A message quoted after a verb of failing, with no class named; with its class when the quote has one.
     q = parse_query("Opening /docs fails because the schema step raises `Object of kind 'x' is not storable`. Why?")
     assert (q.exception_class, q.message) == (None, "Object of kind 'x' is not storable")
