@@ -214,6 +214,16 @@ def test_a_message_retyped_without_its_quotes_or_a_colon_still_matches_its_patte
     assert retyped_variant(r"(?:a|b) \d+") is None
 
 
+def test_a_message_with_quotes_added_around_a_name_still_matches_its_pattern():
+    """People quote a name the message prints bare: Python's ``Object of type type is not JSON serializable``."""
+    matcher = PatternMatcher()
+    pattern = r"Object of type \w+ is not JSON serializable"
+    assert matcher.match(pattern, ["Object of type 'type' is not JSON serializable"], "") == (True, False)
+    assert matcher.match(pattern, ["Object of type `Gadget` is not JSON serializable"], "") == (True, False)
+    # Only quotes around one word come off: a quoted phrase stays as it is.
+    assert matcher.match(r"of type \w+ is", ["of type 'a gadget' is"], "") == (False, False)
+
+
 def test_reciprocal_rank_among_some_records_and_among_all_or_none():
     from assistant.retrieval.candidates import reciprocal_rank
 

@@ -36,6 +36,8 @@ COMPILED_PATTERNS = 20_000
 _QUOTED_SLOT_RE = re.compile(r"(?P<q>['\"`])(?P<slot>\.[+*]\??|\[\^(?:'|\"|`)?(?:\\n)?\][+*]\??)(?P=q)")
 _SLOT_ATOM = r"(?:\[[^\]'\"`]+\]|\\[wdS]|[:./-])(?:[+*]\??)?"
 _SHAPED_SLOT_RE = re.compile(rf"(?P<q>['\"`])(?P<slot>{_SLOT_ATOM}(?:{_SLOT_ATOM})*)(?P=q)")
+# A single word in quotes of its own: ``'type'``, ``"name"``, `` `x` ``.
+_LONE_QUOTED_RE = re.compile(r"(?<!\w)(?P<q>['\"`])(?P<word>[^\s'\"`]+)(?P=q)(?!\w)")
 # A literal colon before a space (not the ``(?:`` of a group).
 _COLON_RE = re.compile(r"(?<!\(\?)(?<!\\):(?= )")
 
@@ -57,6 +59,16 @@ def retyped_variant(pattern: str) -> str | None:
     variant = _SHAPED_SLOT_RE.sub(lambda m: f"{m['q']}?(?:{m['slot']}){m['q']}?", variant)
     variant = _COLON_RE.sub(":?", variant)
     return variant if variant != pattern else None
+
+
+@functools.lru_cache(maxsize=64)
+def without_added_quotes(message: str) -> str | None:
+    """``message`` with the quotes around single words taken off, or None when it has none.
+
+    The other way round from :func:`retyped_variant`: people quote a name the message prints bare (``Object
+    of type 'type' is not JSON serializable`` is Python's ``Object of type type is not ...``)."""
+    unquoted = _LONE_QUOTED_RE.sub(r"\g<word>", message)
+    return unquoted if unquoted != message else None
 
 
 @functools.lru_cache(maxsize=COMPILED_PATTERNS)
@@ -92,6 +104,9 @@ class PatternMatcher:
         variant = retyped_variant(source) if messages else None
         retyped = compile_pattern(variant) if variant else None
         if retyped is not None and self.search(retyped, messages[0]):
+            return True, False
+        unquoted = without_added_quotes(messages[0]) if messages else None
+        if unquoted is not None and self.search(pattern, unquoted):
             return True, False
         return False, self.search(pattern, text)
 
