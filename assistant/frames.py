@@ -37,6 +37,10 @@ SITE_PACKAGES_RE = re.compile(r"(?:site|dist)-packages[/\\](?P<lib>[A-Za-z_][\w\
 _STDLIB_PATH_RE = re.compile(r"[/\\]lib[/\\](?:python|pypy)\d[\d.]*[/\\](?!(?:site|dist)-packages)")
 
 
+
+# The columns a log viewer prints before each line: ``api-1  | ``, ``168.5s | 231 | `` (one space kept off).
+_COLUMNS_RE = re.compile(r"^(?P<prefix>(?:[\w.:-]+[ \t]*\|(?: |$))+)")
+
 @dataclass(frozen=True)
 class Frame:
     """One frame of a traceback: where the code ran, and the source line shown under it when pasted."""
@@ -59,13 +63,29 @@ class Frame:
 
 
 def unframed(lines: list[str]) -> list[str]:
-    """The lines of a paste with pytest's ``E`` prefixes and Rich's box borders taken off, so their error
-    lines read as plain ones (``E       KeyError: 'amount'``, ``│ /app/crew.py:512 in kickoff │``)."""
+    """The lines of a paste with pytest's ``E`` prefixes, Rich's box borders and a log viewer's columns taken
+    off, so their error lines read as plain ones (``E       KeyError: 'amount'``, ``│ /app/crew.py:512 in
+    kickoff │``, docker compose's ``api-1  | ValueError: ...``)."""
+    lines = _without_columns(lines)
     if any(line.lstrip().startswith("╭") and "Traceback" in line for line in lines):
         lines = [_unboxed(line) for line in lines]
     if is_pytest_report(lines):
         lines = [m["rest"] if (m := _PYTEST_ERROR_RE.match(line)) else line for line in lines]
     return lines
+
+
+def _without_columns(lines: list[str]) -> list[str]:
+    """Lines without the columns a log viewer prints before each (docker compose's ``api-1  | ``, Kaggle's
+    ``168.5s | 231 | ``): taken off only when most lines have as many, so a ``a | b`` in prose stays."""
+    counts = [m["prefix"].count("|") if (m := _COLUMNS_RE.match(line)) else 0 for line in lines]
+    filled = [c for line, c in zip(lines, counts, strict=True) if line.strip()]
+    columns = max(set(filled), key=filled.count) if filled else 0
+    if not columns or filled.count(columns) < max(2, 0.6 * len(filled)):
+        return lines
+    return [
+        line[_COLUMNS_RE.match(line).end() :] if count == columns else line
+        for line, count in zip(lines, counts, strict=True)
+    ]
 
 
 def _unboxed(line: str) -> str:

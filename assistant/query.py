@@ -105,7 +105,7 @@ def parse_query(raw: str | bytes, *, max_chars: int = 20_000) -> Query:
     frames = read_frames(lines)
     is_traceback = bool(frames) or any(line.strip().startswith("Traceback (most recent call last)") for line in lines)
     found = _error_lines(lines)
-    last = found[-1] if found else None
+    last = _the_error(found)
     causes = tuple(_render(e) for e in found[:-1] if e.cls) if is_traceback else ()
 
     if is_traceback:
@@ -151,6 +151,19 @@ def parse_query(raw: str | bytes, *, max_chars: int = 20_000) -> Query:
 
 def _render(error: _ErrorLine) -> str:
     return f"{error.cls}: {error.message}" if error.cls and error.message else (error.cls or error.message or "")
+
+
+def _the_error(found: list[_ErrorLine]) -> _ErrorLine | None:
+    """The error the paste is about: the last one, unless that is a ``warnings`` line printed after an
+    exception (a notebook's log goes on after the ``ValueError`` with a library's ``FutureWarning``)."""
+    if not found:
+        return None
+    last = found[-1]
+    if last.path and last.cls and last.cls.endswith("Warning"):
+        raised = [e for e in found if e.cls and not e.path and not e.cls.endswith("Warning")]
+        if raised:
+            return raised[-1]
+    return last
 
 
 def _error_lines(lines: list[str]) -> list[_ErrorLine]:

@@ -358,3 +358,29 @@ ValueError: Invalid Task: Task description must be provided"""
     assert (q.kind, q.exception_class, q.libraries) == ("traceback", "ValueError", ("crewai",))
     assert (q.frames[0].line, q.frames[0].function) == (512, "kickoff")
     assert q.frames[0].code == "result = self._run_sequential_process()"
+
+
+def test_a_log_viewers_columns_come_off_before_the_error_is_read():
+    # docker compose puts the service before each line; the traceback under it is read as one.
+    q = parse_query(
+        "web-1  | Traceback (most recent call last):\n"
+        'web-1  |   File "/app/main.py", line 3, in <module>\n'
+        "web-1  |     import gadgets\n"
+        "web-1  | ModuleNotFoundError: No module named 'gadgets'"
+    )
+    assert (q.kind, q.exception_class, q.message) == ("traceback", "ModuleNotFoundError", "No module named 'gadgets'")
+    assert [(f.file, f.line, f.code) for f in q.frames] == [("/app/main.py", 3, "import gadgets")]
+    # A notebook's log (time and cell line before each line) goes on after the error with a library's
+    # warnings line: the error is the paste's, not the warning.
+    q = parse_query(
+        "The scheduled run fails:\n"
+        "168.5s | 231 | ValueError: Can't find 'gadget.json' at 'ver_1'\n"
+        "168.5s | 232 |  \n"
+        "170.4s | 233 | /usr/lib/python3/site-packages/widgets/core.py:29: FutureWarning: --Widget.old is deprecated."
+    )
+    assert (q.exception_class, q.message) == ("ValueError", "Can't find 'gadget.json' at 'ver_1'")
+    # A warnings line alone is still the paste's error; a pipe in prose is no column.
+    q = parse_query("/usr/lib/python3/site-packages/widgets/core.py:29: FutureWarning: --Widget.old is deprecated.")
+    assert q.exception_class == "FutureWarning"
+    q = parse_query("I use a | b for unions.\nWhy does x | y fail with TypeError: unsupported operand?")
+    assert q.exception_class == "TypeError" and "a | b" in q.text
