@@ -43,6 +43,10 @@ def test_spec_names_releases():
     assert select_versions("minors:3", releases) == ["0.28.1", "1.0.1", "1.1.0"]  # the newest of each minor
     assert select_versions("minors:9", releases) == ["0.27.2", "0.28.1", "1.0.1", "1.1.0"]
     assert select_versions("minors:0", releases) == []
+    # Evenly spaced over the whole history, the newest always kept, pre-releases left out.
+    assert select_versions("spread:3", releases) == ["0.27.0", "0.28.1", "1.1.0"]
+    assert select_versions("spread:20", releases) == [r for r in releases if "rc" not in r]
+    assert select_versions("spread:1", releases) == ["1.1.0"] and select_versions("spread:0", releases) == []
     with pytest.raises(Exception, match="not a version specifier"):
         select_versions("newest please", available)
 

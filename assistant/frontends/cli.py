@@ -171,7 +171,7 @@ def _add_releases_flags(p: argparse.ArgumentParser, ingest: bool = True) -> None
             "--releases",
             metavar="SPEC",
             help="download and read these releases of --package from the index: '>=0.23', '0.27.2,0.28.0', 'last:N'"
-            " or 'minors:N' (the newest of each of the last N minor versions)",
+            ", 'minors:N' (the newest of each of the last N minor versions) or 'spread:N' (N evenly spaced over all)",
         )
         p.add_argument("--tag-format", dest="tag_format", help="git tag of a release for links (default 'v{version}')")
     p.add_argument(

@@ -1,8 +1,11 @@
-"""Which releases a ``--releases`` SPEC names: ``">=0.23"``, ``"0.27.2,0.28.0"``, ``"last:N"`` or ``"minors:N"``.
+"""Which releases a ``--releases`` SPEC names: ``">=0.23"``, ``"0.27.2,0.28.0"``, ``"last:N"``, ``"minors:N"``
+or ``"spread:N"``.
 
 ``minors:N`` is the newest release of each of the last N minor versions (``0.27.2``, ``0.28.1``): a few
 releases reach years back, and consecutive ones differ where APIs are removed and messages reworded
-(a minor release), not where a patch fixes a bug. Pinned lists need no listing; the others ask pip
+(a minor release), not where a patch fixes a bug. ``spread:N`` is N releases evenly spaced over a
+library's whole history, the newest kept: what finds the older wordings of a raise
+(``benchmarks/data/wordings_packages.txt`` was written by it). Pinned lists need no listing; the others ask pip
 (``pip index versions``) what the index offers, so the same index options (``--no-index --find-links
 DIR``) that download a release also list them.
 """
@@ -21,6 +24,7 @@ from ..errors import ConfigurationError
 
 _LAST_RE = re.compile(r"^last:(\d+)$")
 _MINORS_RE = re.compile(r"^minors:(\d+)$")
+_SPREAD_RE = re.compile(r"^spread:(\d+)$")
 
 
 def pinned_versions(spec: str) -> list[str] | None:
@@ -65,6 +69,9 @@ def select_versions(spec: str, available: Sequence[str]) -> list[str]:
                 newest[(v.major, v.minor)] = v  # ascending: the last one seen is the newest
         count = int(minors.group(1))
         return [str(v) for v in sorted(newest.values())[-count:]] if count else []
+    spread = _SPREAD_RE.match(spec.strip())
+    if spread:
+        return spread_versions([str(v) for v in versions if not v.is_prerelease], int(spread.group(1)))
     pinned = pinned_versions(spec)
     if pinned is not None:
         return pinned
@@ -72,10 +79,19 @@ def select_versions(spec: str, available: Sequence[str]) -> list[str]:
         specifier = SpecifierSet(spec)
     except InvalidSpecifier:
         raise ConfigurationError(
-            f"--releases {spec!r} is not a version specifier ('>=0.23'), a comma list ('0.27.2,0.28.0'), 'last:N'"
-            " or 'minors:N'"
+            f"--releases {spec!r} is not a version specifier ('>=0.23'), a comma list ('0.27.2,0.28.0'), 'last:N',"
+            " 'minors:N' or 'spread:N'"
         ) from None
     return [str(v) for v in specifier.filter(versions)]
+
+
+def spread_versions(final: Sequence[str], count: int) -> list[str]:
+    """At most ``count`` of ``final`` (oldest first), evenly spaced back from the newest, which is always
+    kept: every Nth release, so a library of 470 releases and one of 36 both reach back to their first."""
+    if count <= 0 or not final:
+        return []
+    step = -(-len(final) // count)  # ceiling: never more than count
+    return list(final)[::-1][::step][::-1]
 
 
 def resolve_versions(name: str, spec: str, pip_args: Sequence[str] = ()) -> list[str]:
