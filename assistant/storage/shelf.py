@@ -25,7 +25,6 @@ import numpy as np
 
 from ..errors import KnowledgeBaseError
 from ..records import (
-    INGESTED_TAG,
     LoadReport,
     RaiseKey,
     Record,
@@ -72,7 +71,8 @@ class RecordShelf(Sequence[Record]):
         places: list[tuple[int, int, int, int]] = []
         ids: list[str] = []
         choice: list[tuple[RaiseKey, bool]] = []
-        samples: dict[str, list[str]] = {}  # of curated records only: what inheriting a wording checks
+        repos: dict[str, int] = {}
+        repo_of: list[int] = []  # each record's repo by number: which curated records a wording is checked on
         for found in scan_records(paths, strict=strict, report=report):
             number = numbers.setdefault(found.path, len(files))
             if number == len(files):
@@ -80,15 +80,22 @@ class RecordShelf(Sequence[Record]):
             places.append((number, found.offset, found.length, found.lineno))
             ids.append(found.record.id)
             choice.append(choice_entry(found.record))
-            if INGESTED_TAG not in found.record.tags:
-                samples.setdefault(found.record.repo, []).append(message_sample(found.record))
+            repo_of.append(repos.setdefault(found.record.repo, len(repos)))
         chosen = choose_curated(choice, report)
+        curated = [not ingested for _key, ingested in choice] if chosen is not None and chosen.heirs else []
         del choice
         rows = np.array(places, dtype=np.int64).reshape(-1, 4)
         id_bytes = np.array(ids, dtype="S16")
         if chosen is None:
             return cls(files, rows, id_bytes)
         every = cls(files, rows, id_bytes)  # reads the patterns of the records that gave way, before they go
+        # Read again only the curated records of the repos a wording would go to (a few hundred at most).
+        wanted = {repo_of[i] for i in chosen.heirs}
+        samples: dict[str, list[str]] = {}
+        for i, is_curated in enumerate(curated):
+            if is_curated and repo_of[i] in wanted:
+                record = every._parse(i)
+                samples.setdefault(record.repo, []).append(message_sample(record))
         inherited = inherited_patterns(every._parse, chosen.heirs, samples)
         every.close()
         kept = np.array(chosen.keep)
