@@ -384,3 +384,41 @@ def test_a_message_worded_as_an_older_release_worded_it_is_answered_from_the_cur
     assert not re.search(as_written.message_pattern, old) and re.search(curated.message_pattern, old)
     _query, retrieval = assistant.retrieve(old + "\n\nMy agent runs against a local model. Why does it stop?")
     assert retrieval.hits[0].record.id == curated.id and retrieval.confident
+
+
+def test_a_message_reworded_from_an_ingested_records_is_a_near_miss_not_another_release(small_kb, tmp_path, embedder):
+    """A curated record is written from one release: a quoted message sharing most of its words is likely
+    another release's wording. An ingested record merged across releases matches every wording it had in
+    them, so the same message is a near miss, and the confidence reads it as one."""
+    import numpy as np
+
+    from assistant import Assistant, Settings
+    from assistant.retrieval.confidence import CONFIDENCE_FEATURES, confidence_features
+
+    path = small_kb / "ollama__ollama-python.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    record = dict(
+        lines[0]["record"],
+        id="0123456789abcdef",
+        errorClass="FrobnicatorError",
+        filePath="ollama/_frobnicator.py",  # not the curated record's file and line: it would give way to it
+        lineNumber=7,
+        errorMessage="The gadget frobnicator failed to start on port {port} after warming up",
+        messagePattern="The gadget frobnicator failed to start on port (.+?) after warming up",
+        tags=["ollama", "ingested", "release-first:0.1.0", "release-last:0.4.0"],
+    )
+    paste = "FrobnicatorError: The gadget frobnicator failed to boot on port 8000 after warming up"
+    unmatched = CONFIDENCE_FEATURES.index("message_unmatched")
+
+    def unmatched_share(tags: list[str], index: str) -> float:
+        rows = [*lines, {"record": dict(record, tags=tags), "datasetVersion": None}]
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        assistant = Assistant(Settings.load(env={}, kb=[small_kb], index_dir=tmp_path / index), embedder=embedder)
+        scored = assistant.retriever.score(assistant.parse(paste))
+        order = np.argsort(-scored.scores, kind="stable")
+        ours = next(j for j in order if assistant.records[scored.position(int(j))].id == record["id"])
+        order = np.array([ours, *(j for j in order if j != ours)])  # read as if it ranked first
+        return float(confidence_features(scored, order)[unmatched])
+
+    assert unmatched_share(record["tags"], "ingested") > 0.5
+    assert unmatched_share(["ollama"], "curated") < 0.2  # the unshared words only

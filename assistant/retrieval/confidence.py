@@ -61,6 +61,10 @@ def confidence_features(scored: Scored, order: np.ndarray) -> np.ndarray:
     probability = 1.0 / float(np.exp(shifted).sum())
     f = scored.features[top]
     index = FEATURES.index
+    # An ingested record merged across releases matches every wording it had in them: a message its pattern
+    # misses is a near miss, not one more release's wording (a curated record is written from one release).
+    ingested = scored.offset is not None and bool(scored.offset[top])
+    reworded = 0.0 if ingested else _reworded(f[index("message_overlap")])
     pattern = max(f[index("pattern_message")], 0.5 * f[index("pattern_text")])
     return np.array(
         [
@@ -75,7 +79,7 @@ def confidence_features(scored: Scored, order: np.ndarray) -> np.ndarray:
             f[index("unknown_words")],
             f[index("has_message")]
             * (1.0 - min(1.0, 2.0 * pattern))
-            * (1.0 - max(f[index("message_covered")], _reworded(f[index("message_overlap")]))),
+            * (1.0 - max(f[index("message_covered")], reworded)),
             f[index("weighted_coverage")],
             f[index("message_overlap")],
         ]
