@@ -28,6 +28,9 @@ from .conftest import DEV_SET
         (r"x(?: opt)? y", set()),  # an optional group: what stands beside "x" and "y" is unknown
         (r".*", set()),
         (r"\p{Lu}+ failed", set()),  # the regex module's syntax: not parsed here, so always run
+        # The words every alternative holds whole: a raise's wordings joined in one pattern.
+        (r"(?:Could not start the app, (.+?) failed|Couldn't start the app: (.+?) failed)", {"start", "the", "app"}),
+        (r"(?:x gadget y|z gadget)", set()),  # "gadget" ends the second alternative: not proven whole
     ],
 )
 def test_required_words(pattern, words):

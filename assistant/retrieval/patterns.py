@@ -48,10 +48,16 @@ def required_words(pattern: str) -> frozenset[str]:
         items = sre_parse.parse(pattern)
     except (re.error, ValueError, OverflowError, RecursionError, TypeError):
         return frozenset()  # a syntax only the regex module knows: run it every time
-    sequence = _sequence(items)
+    return frozenset(_words_of(_sequence(items)))
+
+
+def _words_of(sequence: list) -> set[str]:
+    """The bounded words of a flat sequence, and those every alternative of its alternations holds."""
     words: set[str] = set()
     start = None
     for i, token in enumerate([*sequence, _UNKNOWN]):
+        if isinstance(token, _Alternation):
+            words |= token.words
         is_word_char = isinstance(token, str) and _WORD_CHAR.match(token) is not None
         if is_word_char and start is None:
             start = i
@@ -60,11 +66,20 @@ def required_words(pattern: str) -> frozenset[str]:
             if _bounds(before) and _bounds(token):
                 words.add("".join(sequence[start:i]).lower())
             start = None
-    return frozenset(words)
+    return words
+
+
+class _Alternation:
+    """``A|B`` in a flat sequence: unknown to its neighbours, holding the words every alternative has (a
+    pattern joining a raise's wordings, ``(?:Couldn't start the app ...|Couldn’t start the app ...)``)."""
+
+    def __init__(self, alternatives) -> None:
+        each = [_words_of(_sequence(alternative)) for alternative in alternatives]
+        self.words = set.intersection(*each) if each else set()
 
 
 def _sequence(items) -> list:
-    """The pattern as a flat list: literal characters, boundaries and unknowns, groups inlined."""
+    """The pattern as a flat list: literal characters, boundaries, alternations and unknowns, groups inlined."""
     out: list = []
     for op, arg in items:
         if op is sre_constants.LITERAL:
@@ -73,6 +88,8 @@ def _sequence(items) -> list:
             out.append(_BOUNDARY)
         elif op is sre_constants.SUBPATTERN:
             out.extend(_sequence(arg[-1]))  # a group without a quantifier matches exactly once
+        elif op is sre_constants.BRANCH:
+            out.append(_Alternation(arg[1]))
         else:
             out.append(_UNKNOWN)
     return out

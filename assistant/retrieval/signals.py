@@ -30,7 +30,8 @@ from .patterns import PatternIndex
 if TYPE_CHECKING:
     import bm25s
 
-FORMAT = 5  # 2: generic_ingested; 3: Python's modules' path tails; 4: ingested; 5: None/True/False not words
+FORMAT = 6  # 2: generic_ingested; 3: Python's modules' path tails; 4: ingested; 5: None/True/False not words;
+# 6: the words every alternative of a pattern's alternation holds file it (patterns.required_words)
 _PYTHON_LIB_DIR_RE = re.compile(r"Lib|python\d+(?:\.\d+)*")
 # Only this much of a message is read for its literal words (the Retriever reads queries the same way).
 MESSAGE_CHARS = 2_000
