@@ -121,7 +121,12 @@ class PatternIndex:
 
     def candidates(self, texts: Iterable[str]) -> np.ndarray:
         """Positions of the patterns that may match one of ``texts``, in ascending order."""
-        found = self._filed.union(text_words(texts))
+        return self.filed_under(text_words(texts))
+
+    def filed_under(self, words: set[str]) -> np.ndarray:
+        """Positions of the patterns filed under one of ``words`` (see :func:`text_words`), and those
+        filed under none, in ascending order."""
+        found = self._filed.union(words)
         return np.union1d(self.always, found) if len(found) else self.always
 
     def save(self, folder: Path) -> None:

@@ -31,6 +31,7 @@ query touches, not the size of the knowledge base.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -55,10 +56,11 @@ from .candidates import (
 )
 from .confidence import SHORT_QUERY_CONFIDENCE, confidence_features, sigmoid, too_short_to_tell
 from .features import Found, Scored, bm25_sum, piece_cosines, why
-from .matching import PATTERN_MESSAGE_CHARS, PATTERN_TEXT_CHARS, PatternMatcher
+from .matching import COMPILED_PATTERNS, PATTERN_MESSAGE_CHARS, PATTERN_TEXT_CHARS, PatternMatcher
 from .mentions import LibraryMentions, library_aliases
 from .ownership import PythonOwnership
 from .pattern_owners import pattern_owners
+from .patterns import text_words
 from .signals import SignalIndex, message_words, path_tail, tokenize
 from .weights import FittedWeights, load_weights
 
@@ -139,6 +141,8 @@ class Retriever:
         self._class_rarity = {c: math.log((n + 1) / k) / math.log(n + 1) for c, k in class_counts.items()}
         self.mentions = LibraryMentions(self.signals.library_names, library_aliases())
         self.matcher = PatternMatcher(owners=lambda source: pattern_owners(self.signals, self.records, source))
+        # A pattern's text decoded once (each query tries a few dozen; a million would not fit).
+        self._pattern_source = functools.lru_cache(maxsize=COMPILED_PATTERNS)(self.signals.patterns.__getitem__)
         self.ownership = PythonOwnership(self.records, self.signals, self.matcher)
         self._is_ingested: np.ndarray | None = None  # per record, made on first use (see _unknown_share)
 
@@ -156,8 +160,13 @@ class Retriever:
         length = max((len(m) for m in messages[:1]), default=0)
         on_message: list[int] = []  # distinct patterns
         on_text: list[int] = []
-        for p in self.signals.pattern_index.candidates([text, *messages]).tolist():
-            matched_message, matched_text = self.matcher.match(self.signals.patterns[p], messages, text)
+        index = self.signals.pattern_index
+        message_words = text_words(messages)
+        # A pattern filed under a word no message holds cannot match a message: only the text is searched.
+        in_messages = set(index.filed_under(message_words).tolist()) if messages else set()
+        for p in index.filed_under(text_words([text]) | message_words).tolist():
+            tried = messages if p in in_messages else []
+            matched_message, matched_text = self.matcher.match(self._pattern_source(p), tried, text)
             if matched_message:
                 on_message.append(p)
             elif matched_text:
