@@ -368,14 +368,14 @@ class Retriever:
         holds, and their share weighted by idf: a record with the query's rare words (a tool's name, an
         unusual term) covers more of what the query is about."""
         n = len(self.records)
-        held = np.zeros(m)
-        weighted = np.zeros(m)
-        total = 0.0
-        for w, (where, _values) in in_all.items():
-            idf = math.log((n + 1) / (self.signals.all_columns.size(w) + 0.5))
-            held[where] += 1.0
-            weighted[where] += idf
-            total += idf
+        if not in_all:
+            return np.zeros(m), np.zeros(m)
+        idf = np.array([math.log((n + 1) / (self.signals.all_columns.size(w) + 0.5)) for w in in_all])
+        wheres = [where for where, _values in in_all.values()]
+        rows = np.concatenate(wheres).astype(np.int64, copy=False)
+        held = np.bincount(rows, minlength=m).astype(np.float64)  # one pass for every word (a word holds a row once)
+        weighted = np.bincount(rows, weights=np.repeat(idf, [len(w) for w in wheres]), minlength=m)
+        total = float(idf.sum())
         return held, weighted / total if total > 0 else weighted
 
     # --- ranking and confidence ------------------------------------------------------------------
