@@ -91,13 +91,15 @@ class Found:
 
 
 def bm25_sum(in_columns: dict[int, tuple[np.ndarray, np.ndarray]], tokens: list[int], m: int) -> np.ndarray:
-    """BM25 of the records scored, summed as ``bm25s`` sums it (token by token, repeats too, in float32),
-    from its matrix: bm25s scores every record, which a million records make too slow per query."""
-    out = np.zeros(m, dtype=np.float32)
-    for token in tokens:
-        where, values = in_columns[token]
-        np.add.at(out, where, values)
-    return out.astype(np.float64)
+    """BM25 of the records scored, summed as ``bm25s`` sums it (token by token, repeats too), from its
+    matrix: bm25s scores every record, which a million records make too slow per query. One bincount over
+    every token's records (float64; bm25s adds in float32, within a few units of its last digit)."""
+    if not tokens:
+        return np.zeros(m)
+    columns = [in_columns[token] for token in tokens]
+    rows = np.concatenate([where for where, _values in columns]).astype(np.int64, copy=False)
+    values = np.concatenate([np.asarray(values, dtype=np.float64) for _where, values in columns])
+    return np.bincount(rows, weights=values, minlength=m)
 
 
 def piece_cosines(
