@@ -40,6 +40,13 @@ _STDLIB_PATH_RE = re.compile(r"[/\\]lib[/\\](?:python|pypy)\d[\d.]*[/\\](?!(?:si
 
 # The columns a log viewer prints before each line: ``api-1  | ``, ``168.5s | 231 | `` (one space kept off).
 _COLUMNS_RE = re.compile(r"^(?P<prefix>(?:[\w.:-]+[ \t]*\|(?: |$))+)")
+# A CI log's timestamp before each line: GitHub Actions' ``2024-05-01T10:00:00.1234567Z ``.
+_STAMP_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
+# An exception group's drawing (Python 3.11+): ``  | `` before each line of a traceback inside it, and the
+# ``+-+---- 1 ----`` rules between its sub-exceptions.
+_GROUP_BAR_RE = re.compile(r"^[ \t]*(?:\| ?|\+ (?=Exception Group Traceback))")
+_GROUP_RULE_RE = re.compile(r"^[ \t]*\+[-+]*(?:-+ (?:\d+|\.\.\.) -+|-+)?[ \t]*$")
+_GROUP_INDEX_RE = re.compile(r"^[ \t]*\+-\+-+ \d+ -+[ \t]*$")  # ``+-+---------------- 1 ----------------``
 
 @dataclass(frozen=True)
 class Frame:
@@ -65,8 +72,12 @@ class Frame:
 def unframed(lines: list[str]) -> list[str]:
     """The lines of a paste with pytest's ``E`` prefixes, Rich's box borders and a log viewer's columns taken
     off, so their error lines read as plain ones (``E       KeyError: 'amount'``, ``│ /app/crew.py:512 in
-    kickoff │``, docker compose's ``api-1  | ValueError: ...``)."""
+    kickoff │``, docker compose's ``api-1  | ValueError: ...``), a CI log's timestamps and an exception group's
+    ``|`` bars."""
     lines = _without_columns(lines)
+    lines = _without_stamps(lines)
+    if any("Exception Group Traceback" in line or _GROUP_INDEX_RE.match(line) for line in lines):
+        lines = [_GROUP_BAR_RE.sub("", line) for line in lines if not _GROUP_RULE_RE.match(line)]
     if any(line.lstrip().startswith("╭") and "Traceback" in line for line in lines):
         lines = [_unboxed(line) for line in lines]
     if is_pytest_report(lines):
@@ -86,6 +97,14 @@ def _without_columns(lines: list[str]) -> list[str]:
         line[_COLUMNS_RE.match(line).end() :] if count == columns else line
         for line, count in zip(lines, counts, strict=True)
     ]
+
+
+def _without_stamps(lines: list[str]) -> list[str]:
+    """Lines without a CI log's timestamps, when most lines carry one."""
+    stamped = [bool(_STAMP_RE.match(line)) for line in lines]
+    if sum(stamped) < max(2, 0.6 * sum(1 for line in lines if line.strip())):
+        return lines
+    return [_STAMP_RE.sub("", line, count=1) for line in lines]
 
 
 def _unboxed(line: str) -> str:

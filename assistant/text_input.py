@@ -3,8 +3,9 @@
 Why: a Python ``str`` may hold lone surrogates (``"\\ud800"``, or the ``surrogateescape`` of invalid
 UTF-8 in ``sys.argv``), which cannot be encoded: the tokenizer of the embedding model raised ``TypeError``
 on them, from every front end. Zero-width characters (U+200B and the like, copied from chat apps and web
-pages) between the letters of an error message kept a known error from matching its record. Both are
-cheap to find, so the common text, which has neither, is returned as it is.
+pages) between the letters of an error message kept a known error from matching its record. A
+terminal's colour codes around the class (``\x1b[1;31mValueError\x1b[0m: ...``) hid the error line. All are
+cheap to find, so the common text, which has none, is returned as it is.
 """
 
 from __future__ import annotations
@@ -17,10 +18,23 @@ _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _INVISIBLE_RE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 
 
+# A terminal's colour and cursor codes (``\x1b[0;31m``), and the same codes whose escape character was lost
+# on the way (a notebook's traceback pasted into a GitHub issue shows ``[0;31mValueError[0m``).
+_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
+_BARE_COLOUR_RE = re.compile(r"\[\d{1,3}(?:;\d{1,3})*m")
+
+
 def well_formed(text: str) -> str:
-    """``text`` with surrogate pairs joined, lone surrogates as U+FFFD and invisible characters removed."""
+    """``text`` with surrogate pairs joined, lone surrogates as U+FFFD, and invisible characters and a
+    terminal's colour codes removed."""
     if _SURROGATE_RE.search(text):
         # A pair written as two escapes becomes its character; a lone surrogate (including the
         # surrogateescape of an invalid UTF-8 byte in argv) becomes U+FFFD.
         text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    if "\x1b" in text:
+        text = _ANSI_RE.sub("", text)
+    if "[0" in text:
+        codes = _BARE_COLOUR_RE.findall(text, 0, 20_000)
+        if len(codes) >= 2 and any(c.startswith("[0") for c in codes):  # colours come with their reset, [0m
+            text = _BARE_COLOUR_RE.sub("", text)
     return _INVISIBLE_RE.sub("", text)

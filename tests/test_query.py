@@ -384,3 +384,49 @@ def test_a_log_viewers_columns_come_off_before_the_error_is_read():
     assert q.exception_class == "FutureWarning"
     q = parse_query("I use a | b for unions.\nWhy does x | y fail with TypeError: unsupported operand?")
     assert q.exception_class == "TypeError" and "a | b" in q.text
+
+
+def test_colour_codes_ci_timestamps_and_exception_group_bars_come_off():
+    # A terminal's colours, with their escape character and without it (a notebook's traceback in an issue).
+    for esc in ("\x1b", ""):
+        q = parse_query(
+            f"{esc}[0;31mTraceback (most recent call last):{esc}[0m\n"
+            f'  File "/app/x.py", line 3, in <module>\n    start()\n'
+            f"{esc}[1;31mGadgetError{esc}[0m: gadget g7 is locked"
+        )
+        assert (q.kind, q.exception_class, q.message) == ("traceback", "GadgetError", "gadget g7 is locked")
+        assert len(q.frames) == 1
+    assert parse_query("Why is a[1m] not b[31m? TypeError: bad").text.startswith("Why is a[1m] not b[31m?")
+    # GitHub Actions' timestamps before each line.
+    stamp = "2024-05-01T10:00:00.1234567Z "
+    q = parse_query(
+        f"{stamp}Traceback (most recent call last):\n"
+        f'{stamp}  File "/home/runner/work/app/main.py", line 3, in <module>\n'
+        f"{stamp}    import gadgets\n"
+        f"{stamp}ModuleNotFoundError: No module named 'gadgets'"
+    )
+    assert (q.kind, q.exception_class) == ("traceback", "ModuleNotFoundError")
+    assert [(f.file, f.line, f.code) for f in q.frames] == [("/home/runner/work/app/main.py", 3, "import gadgets")]
+    # An exception group (Python 3.11+): the sub-exception is the error, the group a cause, every frame read.
+    q = parse_query(
+        "  + Exception Group Traceback (most recent call last):\n"
+        '  |   File "/app/server.py", line 12, in main\n'
+        "  |     async with anyio.create_task_group() as tg:\n"
+        "  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)\n"
+        "  +-+---------------- 1 ----------------\n"
+        "    | Traceback (most recent call last):\n"
+        '    |   File "/usr/lib/python3.12/site-packages/gadgets/client.py", line 94, in connect\n'
+        "    |     raise GadgetConnectError(message)\n"
+        "    | gadgets.GadgetConnectError: All connection attempts failed\n"
+        "    +------------------------------------"
+    )
+    assert (q.kind, q.exception_qualname, q.message) == (
+        "traceback",
+        "gadgets.GadgetConnectError",
+        "All connection attempts failed",
+    )
+    assert [f.line for f in q.frames] == [12, 94] and q.causes == (
+        "ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)",
+    )
+    # A table drawn in prose is no exception group.
+    assert "| x |" in parse_query("Use a | b here\n+---+\n| x |\nWhy TypeError: bad?").text
