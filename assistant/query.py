@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from .error_line import EXC_LINE_RE, is_exception_class, looks_like_message
 from .frames import FRAME_RE, SITE_PACKAGES_RE, Frame, is_pytest_report, read_frames, unframed
 from .prose import described_message, inline_error, message_paragraph, raised_message
-from .text_input import well_formed
+from .text_input import json_log_text, well_formed
 
 # The header IPython / Jupyter print above a traceback: ``ValueError      Traceback (most recent call last)``.
 # It names the class even when the pasted traceback is cut before its last line.
@@ -24,6 +24,10 @@ _IPYTHON_HEAD_RE = re.compile(
 # VS Code's debugger: ``Exception has occurred: ConnectionError`` with the message after it or on the next line.
 _DEBUGGER_RE = re.compile(
     r"^Exception has occurred:\s+(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Za-z_]\w*))(?:\s+(?P<msg>\S.*))?$"
+)
+# An exception written as its repr: ``ValueError("Gadget mode turbo is unknown")``, ``ConnectError('...')``.
+_REPR_RE = re.compile(
+    r"(?<![\w.])(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Z]\w*))\((?P<q>['\"])(?P<msg>[^\n]*?)(?P=q)(?:,[^()\n]*)?\)"
 )
 # ``warnings`` output: ``/path/file.py:22: UserWarning: message``.
 _WARNING_LINE_RE = re.compile(
@@ -81,7 +85,7 @@ def clean_text(raw: str | bytes, max_chars: int) -> tuple[str, list[str]]:
     notes: list[str] = []
     if isinstance(raw, bytes):
         raw = raw.decode("utf-8", errors="replace")
-    raw = well_formed(raw)  # lone surrogates and zero-width characters (see text_input.py)
+    raw = json_log_text(well_formed(raw))  # lone surrogates, zero-width characters, JSON logs (text_input.py)
     if "\x00" in raw or len(_CONTROL_RE.findall(raw[:10_000])) > 50:
         notes.append("the paste held binary data; it was dropped")
     text = _CONTROL_RE.sub("", raw).replace("\r\n", "\n").replace("\r", "\n")
@@ -221,6 +225,11 @@ def _match_error_line(index: int, line: str) -> _ErrorLine | None:
     m = EXC_LINE_RE.match(stripped)
     if m and is_exception_class(m["qual"], m["cls"], m["msg"]):
         return _ErrorLine(index, m["qual"], m["cls"], (m["msg"] or "").strip() or None, level)
+    r = _REPR_RE.search(stripped)
+    if r and r["cls"].endswith(("Error", "Exception")) and stripped[: r.start()].rstrip().endswith(":"):
+        # An exception told as its repr after a colon (Celery's ``raised unexpected: ValueError("...")``);
+        # not a line of code (``raise ValueError("...")``).
+        return _ErrorLine(index, r["qual"], r["cls"], r["msg"].strip() or None, level)
     if level and stripped:
         return _ErrorLine(index, None, None, stripped, level)
     return None

@@ -10,6 +10,7 @@ cheap to find, so the common text, which has none, is returned as it is.
 
 from __future__ import annotations
 
+import json
 import re
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
@@ -38,3 +39,38 @@ def well_formed(text: str) -> str:
         if len(codes) >= 2 and any(c.startswith("[0") for c in codes):  # colours come with their reset, [0m
             text = _BARE_COLOUR_RE.sub("", text)
     return _INVISIBLE_RE.sub("", text)
+
+
+def json_log_text(text: str) -> str:
+    """``text`` with each line that is a JSON object (a structured log's record) written as its string
+    values, one per line, their ``\\n`` escapes as new lines: the traceback a cloud log keeps in
+    ``"exc_info"`` or ``"stack_trace"`` is then read as one. Other lines stay as they are."""
+    if '{"' not in text:
+        return text
+    lines = []
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if stripped.startswith("{") and stripped.endswith("}") and len(stripped) <= 200_000:
+            try:
+                record = json.loads(stripped)
+            except (ValueError, RecursionError):
+                record = None
+            if isinstance(record, dict):
+                values = list(_strings(record))
+                if any("\n" in v or "Error" in v or "Exception" in v for v in values):
+                    lines.extend(values)
+                    continue
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _strings(value, depth: int = 0):
+    """The string values of a JSON value, in order (nested ones too, a few levels down)."""
+    if isinstance(value, str):
+        yield value
+    elif depth < 4 and isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item, depth + 1)
+    elif depth < 4 and isinstance(value, list):
+        for item in value:
+            yield from _strings(item, depth + 1)

@@ -1,5 +1,7 @@
 """The parser on every shape people paste: tracebacks (chained, multi-line), log lines, fences, prose."""
 
+import json
+
 from assistant import parse_query
 
 CHAINED = """Traceback (most recent call last):
@@ -430,3 +432,36 @@ def test_colour_codes_ci_timestamps_and_exception_group_bars_come_off():
     )
     # A table drawn in prose is no exception group.
     assert "| x |" in parse_query("Use a | b here\n+---+\n| x |\nWhy TypeError: bad?").text
+
+
+def test_an_exception_told_as_its_repr_and_a_structured_logs_traceback_are_read():
+    # Celery logs the repr of what a task raised; a message may end with one after a colon.
+    q = parse_query(
+        "[2024-05-01 10:00:00,123: ERROR/ForkPoolWorker-2] Task app.tasks.sync[1b2c] raised unexpected: "
+        'GadgetError("gadget g7 is locked")'
+    )
+    assert (q.kind, q.exception_class, q.message, q.level) == ("log", "GadgetError", "gadget g7 is locked", "ERROR")
+    q = parse_query("Error during request: GadgetConnectError('All connection attempts failed')")
+    assert (q.exception_class, q.message) == ("GadgetConnectError", "All connection attempts failed")
+    # A line of code is no error line: the traceback's own last line is.
+    q = parse_query(
+        'Traceback (most recent call last):\n  File "/app/x.py", line 3, in f\n'
+        '    raise GadgetError("locked")\nGadgetError: gadget g7 is locked'
+    )
+    assert (q.message, q.causes) == ("gadget g7 is locked", ())
+    # A cloud log's JSON record keeps the traceback in a string, its new lines escaped.
+    record = {
+        "level": "ERROR",
+        "message": "request failed",
+        "exc_info": 'Traceback (most recent call last):\n  File "/app/main.py", line 3, in handler\n'
+        "    client.get(url)\ngadgets.GadgetConnectError: All connection attempts failed",
+    }
+    q = parse_query(json.dumps(record))
+    assert (q.kind, q.exception_qualname, q.message) == (
+        "traceback",
+        "gadgets.GadgetConnectError",
+        "All connection attempts failed",
+    )
+    assert [(f.file, f.line) for f in q.frames] == [("/app/main.py", 3)]
+    # JSON that tells of no error (a request body) stays as it was pasted.
+    assert parse_query('{"a": 1}\nKeyError: \'x\'').text == '{"a": 1}\nKeyError: \'x\''
