@@ -29,6 +29,12 @@ _DEBUGGER_RE = re.compile(
 _REPR_RE = re.compile(
     r"(?<![\w.])(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Z]\w*))\((?P<q>['\"])(?P<msg>[^\n]*?)(?P=q)(?:,[^()\n]*)?\)"
 )
+# An error told at the end of a log message, after a colon: ``Gadget sync failed: ConnectionRefusedError: ...``.
+_TOLD_RE = re.compile(r":\s(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Z]\w*(?:Error|Exception))):\s(?P<msg>\S.*)$")
+# A rule pytest draws between its sections: ``===== 1 failed, 3 passed in 0.12s =====``, ``____ test_x ____``.
+_RULE_RE = re.compile(r"^(?:={3,}|_{3,})(?: .*? (?:={3,}|_{3,}))?$")
+# pytest's short test summary: ``FAILED tests/test_x.py::test_y - KeyError: 'amount'``.
+_PYTEST_SUMMARY_RE = re.compile(r"^(?:FAILED|ERROR) \S+::\S+(?: - (?P<rest>.+))$")
 # ``warnings`` output: ``/path/file.py:22: UserWarning: message``.
 _WARNING_LINE_RE = re.compile(
     r"^(?P<path>\S.*?):(?P<lineno>\d+): (?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Za-z_]\w*Warning)):(?:\s(?P<msg>.*))?$"
@@ -189,6 +195,7 @@ def _error_lines(lines: list[str]) -> list[_ErrorLine]:
                     not nxt
                     or FRAME_RE.match(lines[j])
                     or nxt.startswith(("Traceback (most recent", *_CHAIN_MARKERS))
+                    or _RULE_RE.match(nxt)
                     or _match_error_line(j, nxt) is not None
                 ):
                     break
@@ -205,6 +212,9 @@ def _error_lines(lines: list[str]) -> list[_ErrorLine]:
 def _match_error_line(index: int, line: str) -> _ErrorLine | None:
     if not line or FRAME_RE.match(line):
         return None
+    summary = _PYTEST_SUMMARY_RE.match(line)  # ``FAILED tests/test_x.py::test_y - KeyError: 'amount'``
+    if summary:
+        line = summary["rest"]
     m = _WARNING_LINE_RE.match(line)
     if m:
         return _ErrorLine(index, m["qual"], m["cls"], (m["msg"] or "").strip() or None, None, m["path"])
@@ -231,6 +241,9 @@ def _match_error_line(index: int, line: str) -> _ErrorLine | None:
         # not a line of code (``raise ValueError("...")``).
         return _ErrorLine(index, r["qual"], r["cls"], r["msg"].strip() or None, level)
     if level and stripped:
+        told = _TOLD_RE.search(stripped)  # ``Gadget sync failed: ConnectionRefusedError: [Errno 111] ...``
+        if told and is_exception_class(told["qual"], told["cls"], told["msg"]):
+            return _ErrorLine(index, told["qual"], told["cls"], told["msg"].strip(), level)
         return _ErrorLine(index, None, None, stripped, level)
     return None
 

@@ -465,3 +465,13 @@ def test_an_exception_told_as_its_repr_and_a_structured_logs_traceback_are_read(
     assert [(f.file, f.line) for f in q.frames] == [("/app/main.py", 3)]
     # JSON that tells of no error (a request body) stays as it was pasted.
     assert parse_query('{"a": 1}\nKeyError: \'x\'').text == '{"a": 1}\nKeyError: \'x\''
+
+
+def test_pytests_short_summary_and_an_error_told_inside_a_log_message():
+    q = parse_query("FAILED tests/test_orders.py::test_total - KeyError: 'amount'\n===== 1 failed, 3 passed =====")
+    assert (q.kind, q.exception_class, q.message) == ("message", "KeyError", "'amount'")
+    # Python's logging.basicConfig format: LEVEL:logger:message, the error at the message's end.
+    q = parse_query("ERROR:root:Gadget sync failed: ConnectionRefusedError: [Errno 111] Connection refused")
+    assert (q.kind, q.exception_class, q.message) == ("log", "ConnectionRefusedError", "[Errno 111] Connection refused")
+    q = parse_query("2024-05-01 10:00:00 ERROR app: request failed after 3 tries")
+    assert (q.exception_class, q.message) == (None, "request failed after 3 tries")
