@@ -29,6 +29,9 @@ _DEBUGGER_RE = re.compile(
 _REPR_RE = re.compile(
     r"(?<![\w.])(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Z]\w*))\((?P<q>['\"])(?P<msg>[^\n]*?)(?P=q)(?:,[^()\n]*)?\)"
 )
+# What stands before an exception's repr in a log line rather than in code: a colon, or asyncio's
+# ``<Task finished ... exception=ValueError('...')>``.
+_REPR_LEAD_RE = re.compile(r"(?::\s*|\bexception=)$")
 # An error told at the end of a log message, after a colon: ``Gadget sync failed: ConnectionRefusedError: ...``.
 _TOLD_RE = re.compile(r":\s(?P<qual>(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Z]\w*(?:Error|Exception))):\s(?P<msg>\S.*)$")
 # A rule pytest draws between its sections: ``===== 1 failed, 3 passed in 0.12s =====``, ``____ test_x ____``.
@@ -236,9 +239,9 @@ def _match_error_line(index: int, line: str) -> _ErrorLine | None:
     if m and is_exception_class(m["qual"], m["cls"], m["msg"]):
         return _ErrorLine(index, m["qual"], m["cls"], (m["msg"] or "").strip() or None, level)
     r = _REPR_RE.search(stripped)
-    if r and r["cls"].endswith(("Error", "Exception")) and stripped[: r.start()].rstrip().endswith(":"):
-        # An exception told as its repr after a colon (Celery's ``raised unexpected: ValueError("...")``);
-        # not a line of code (``raise ValueError("...")``).
+    if r and r["cls"].endswith(("Error", "Exception")) and _REPR_LEAD_RE.search(stripped[: r.start()]):
+        # An exception told as its repr after a colon (Celery's ``raised unexpected: ValueError("...")``) or
+        # asyncio's ``exception=``; not a line of code (``raise ValueError("...")``).
         return _ErrorLine(index, r["qual"], r["cls"], r["msg"].strip() or None, level)
     if level and stripped:
         told = _TOLD_RE.search(stripped)  # ``Gadget sync failed: ConnectionRefusedError: [Errno 111] ...``

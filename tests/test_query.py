@@ -441,6 +441,11 @@ def test_an_exception_told_as_its_repr_and_a_structured_logs_traceback_are_read(
         'GadgetError("gadget g7 is locked")'
     )
     assert (q.kind, q.exception_class, q.message, q.level) == ("log", "GadgetError", "gadget g7 is locked", "ERROR")
+    q = parse_query(
+        "Task exception was never retrieved\nfuture: <Task finished name='Task-1' coro=<main() done, defined at "
+        "/app/x.py:3> exception=GadgetError('gadget g7 is locked')>"
+    )
+    assert (q.exception_class, q.message) == ("GadgetError", "gadget g7 is locked")  # asyncio's exception=
     q = parse_query("Error during request: GadgetConnectError('All connection attempts failed')")
     assert (q.exception_class, q.message) == ("GadgetConnectError", "All connection attempts failed")
     # A line of code is no error line: the traceback's own last line is.
