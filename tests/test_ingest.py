@@ -353,21 +353,38 @@ MORE_SHAPES = textwrap.dedent(
 
     def scope(requested, current):
         fail(f"ScopeMismatch: You tried to access the {requested} scoped fixture from a {current} request")
+
+
+    class ErrorData:
+        def __init__(self, code, message):
+            self.code, self.message = code, message
+
+
+    class SessionError(Exception):
+        def __init__(self, error):
+            super().__init__(error.message)
+
+
+    def wait(request, timeout):
+        raise SessionError(
+            ErrorData(code=408, message=f"Timed out while waiting for response to {request}. Waited {timeout} seconds.")
+        )
     '''
 )
 
 
 def test_messages_built_in_exception_classes_asserts_and_fail_calls_become_records(tmp_path):
     """Shapes ``raise`` alone misses: the exception class's ``__init__`` builds the message (dspy, openai),
-    an error code before the message, an ``assert`` message and pytest's ``fail``; each pattern matches the
-    message the code really raises."""
+    an error code before the message, an ``assert`` message, pytest's ``fail`` and a message passed inside
+    a data object (the MCP SDK's ``McpError(ErrorData(message=...))``); each pattern matches the message the
+    code really raises."""
     package = tmp_path / "src" / "shapes"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "core.py").write_text(MORE_SHAPES)
     records, report = ingest(package, repo="acme/shapes")
     by_class = {r.error_class: r for r in records}
-    assert set(by_class) == {"RemovedInV2", "ParseFailure", "CustomError", "AssertionError", "Failed"}
+    assert set(by_class) == {"RemovedInV2", "ParseFailure", "CustomError", "AssertionError", "Failed", "SessionError"}
     assert by_class["CustomError"].error_message == "This field is not to be set by the user."
     assert "`len(vectors[0]) != d`" in by_class["AssertionError"].documentation  # the guard that raises it
     assert by_class["ParseFailure"].line_number == line_of("super().__init__(message)", MORE_SHAPES)
@@ -383,6 +400,7 @@ def test_messages_built_in_exception_classes_asserts_and_fail_calls_become_recor
         (lambda: core.deny(True), "CustomError"),
         (lambda: core.add([[1.0, 2.0]], 3), "AssertionError"),
         (lambda: core.scope("function", "session"), "Failed"),
+        (lambda: core.wait("ClientRequest", "0:00:05"), "SessionError"),  # the message inside a data object
     ]:
         with pytest.raises(BaseException) as info:
             call()

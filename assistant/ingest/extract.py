@@ -273,6 +273,11 @@ class _Walker:
                 parts = [self._constants[candidate.id]]
         if parts is None and isinstance(candidate, ast.Call):
             parts = _helper_parts(candidate, self.helpers) or self._constant_format(candidate)
+            inner = next((kw.value for kw in candidate.keywords if kw.arg in _MESSAGE_KEYWORDS), None)
+            if parts is None and inner is not None and not isinstance(inner, ast.Call):
+                # A message passed inside the data object the exception wraps: the MCP SDK's
+                # ``McpError(ErrorData(code=..., message=f"Timed out while waiting for ..."))``.
+                parts = self._parts(inner, [], line, ctx)
         return parts
 
     def _constant_format(self, call: ast.Call) -> list[Part] | None:

@@ -25,7 +25,8 @@ from .archive import ReleaseArchive, read_archive
 from .surface import read_surface
 
 # Bump when what a scan finds changes, so cached scans are made again.
-SCAN_VERSION = 5  # 5: bounded message patterns (ingest.messages.bounded_message_pattern)
+SCAN_VERSION = 6  # 5: bounded message patterns (ingest.messages.bounded_message_pattern); 6: messages
+# passed inside a data object (ingest.extract)
 DEFAULT_TAG_FORMAT = "v{version}"
 
 Scan = dict[str, Any]
