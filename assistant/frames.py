@@ -91,7 +91,7 @@ def _without_columns(lines: list[str]) -> list[str]:
     counts = [m["prefix"].count("|") if (m := _COLUMNS_RE.match(line)) else 0 for line in lines]
     filled = [c for line, c in zip(lines, counts, strict=True) if line.strip()]
     columns = max(set(filled), key=filled.count) if filled else 0
-    if not columns or filled.count(columns) < max(2, 0.6 * len(filled)):
+    if not columns or not _most(filled.count(columns), lines):
         return lines
     return [
         line[_COLUMNS_RE.match(line).end() :] if count == columns else line
@@ -99,10 +99,15 @@ def _without_columns(lines: list[str]) -> list[str]:
     ]
 
 
+def _most(count: int, lines: list[str]) -> bool:
+    """Whether ``count`` lines are most of the non-blank ``lines`` (and at least two): a prefix every log
+    line carries, not one line that happens to start so."""
+    return count >= max(2, 0.6 * sum(1 for line in lines if line.strip()))
+
+
 def _without_stamps(lines: list[str]) -> list[str]:
     """Lines without a CI log's timestamps, when most lines carry one."""
-    stamped = [bool(_STAMP_RE.match(line)) for line in lines]
-    if sum(stamped) < max(2, 0.6 * sum(1 for line in lines if line.strip())):
+    if not _most(sum(1 for line in lines if _STAMP_RE.match(line)), lines):
         return lines
     return [_STAMP_RE.sub("", line, count=1) for line in lines]
 

@@ -20,13 +20,14 @@ Record = Any
 # Texts that no real wording is: a pattern matching one of them is a placeholder alone (``(.+?)``),
 # which would make the curated record match any message.
 _TOO_GENERIC = ("", "x", "0")
-_PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}")
 
 
 def message_sample(record: Record) -> str:
     """The record's message with each ``{placeholder}`` filled in: text another record's pattern must not
     take for its own."""
-    return _PLACEHOLDER_RE.sub("x", record.error_message)
+    from .releases.identity import PLACEHOLDER_RE
+
+    return PLACEHOLDER_RE.sub("x", record.error_message)
 
 
 def inherited_patterns(

@@ -362,16 +362,27 @@ ValueError: Invalid Task: Task description must be provided"""
     assert q.frames[0].code == "result = self._run_sequential_process()"
 
 
-def test_a_log_viewers_columns_come_off_before_the_error_is_read():
-    # docker compose puts the service before each line; the traceback under it is read as one.
-    q = parse_query(
-        "web-1  | Traceback (most recent call last):\n"
-        'web-1  |   File "/app/main.py", line 3, in <module>\n'
-        "web-1  |     import gadgets\n"
-        "web-1  | ModuleNotFoundError: No module named 'gadgets'"
-    )
+# One traceback, pasted behind each kind of prefix a log viewer or CI puts before every line.
+GADGETS_TRACEBACK = [
+    "Traceback (most recent call last):",
+    '  File "/app/main.py", line 3, in <module>',
+    "    import gadgets",
+    "ModuleNotFoundError: No module named 'gadgets'",
+]
+
+
+def _behind(prefix: str) -> str:
+    return "\n".join(prefix + line for line in GADGETS_TRACEBACK)
+
+
+def _assert_gadgets_traceback(q) -> None:
     assert (q.kind, q.exception_class, q.message) == ("traceback", "ModuleNotFoundError", "No module named 'gadgets'")
     assert [(f.file, f.line, f.code) for f in q.frames] == [("/app/main.py", 3, "import gadgets")]
+
+
+def test_a_log_viewers_columns_come_off_before_the_error_is_read():
+    # docker compose puts the service before each line; the traceback under it is read as one.
+    _assert_gadgets_traceback(parse_query(_behind("web-1  | ")))
     # A notebook's log (time and cell line before each line) goes on after the error with a library's
     # warnings line: the error is the paste's, not the warning.
     q = parse_query(
@@ -400,15 +411,7 @@ def test_colour_codes_ci_timestamps_and_exception_group_bars_come_off():
         assert len(q.frames) == 1
     assert parse_query("Why is a[1m] not b[31m? TypeError: bad").text.startswith("Why is a[1m] not b[31m?")
     # GitHub Actions' timestamps before each line.
-    stamp = "2024-05-01T10:00:00.1234567Z "
-    q = parse_query(
-        f"{stamp}Traceback (most recent call last):\n"
-        f'{stamp}  File "/home/runner/work/app/main.py", line 3, in <module>\n'
-        f"{stamp}    import gadgets\n"
-        f"{stamp}ModuleNotFoundError: No module named 'gadgets'"
-    )
-    assert (q.kind, q.exception_class) == ("traceback", "ModuleNotFoundError")
-    assert [(f.file, f.line, f.code) for f in q.frames] == [("/home/runner/work/app/main.py", 3, "import gadgets")]
+    _assert_gadgets_traceback(parse_query(_behind("2024-05-01T10:00:00.1234567Z ")))
     # An exception group (Python 3.11+): the sub-exception is the error, the group a cause, every frame read.
     q = parse_query(
         "  + Exception Group Traceback (most recent call last):\n"

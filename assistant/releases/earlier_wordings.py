@@ -38,7 +38,7 @@ def extract_wordings(curated_kb: Sequence[Path], ingested_kb: Sequence[Path], ou
     found = list(scan_records([*curated_kb, *ingested_kb], strict=True))
     records = [f.record for f in found]
     choice = choose_curated([choice_entry(r) for r in records])
-    if choice is None or all(INGESTED_TAG not in r.tags for r in records):
+    if choice is None:  # every record curated
         raise KnowledgeBaseError(f"{', '.join(map(str, ingested_kb))} holds no ingested records")
     inherited = inherited_patterns(records.__getitem__, choice.heirs, curated_samples(records, INGESTED_TAG))
     kept: dict[str, list[Record]] = {}

@@ -17,7 +17,7 @@ from typing import Any
 # A Record or its JSON dict: records.py imports this module, so it names no type of records.py.
 Record = Any
 
-_PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}")
+PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}")  # ``{name}``, ``{key!r}``: what a message knows only at run time
 # Two message templates (or identities) at least this alike are one raise reworded.
 REWORDED = 0.5
 _REPO_PATH_PREFIXES = ("src/",)
@@ -26,7 +26,7 @@ _REPO_PATH_PREFIXES = ("src/",)
 def message_template(message: str) -> str:
     """A message with placeholders blanked (``{name}`` and ``{key!r}`` both become ``{}``), lower case,
     whitespace collapsed and trailing punctuation dropped: what stays when only names in the code change."""
-    text = _PLACEHOLDER_RE.sub("{}", message)
+    text = PLACEHOLDER_RE.sub("{}", message)
     return " ".join(text.split()).strip().rstrip(".!:;,").lower()
 
 

@@ -63,8 +63,7 @@ def confidence_features(scored: Scored, order: np.ndarray) -> np.ndarray:
     index = FEATURES.index
     # An ingested record merged across releases matches every wording it had in them: a message its pattern
     # misses is a near miss, not one more release's wording (a curated record is written from one release).
-    ingested = scored.offset is not None and bool(scored.offset[top])
-    reworded = 0.0 if ingested else _reworded(f[index("message_overlap")])
+    reworded = 0.0 if scored.is_offset(top) else _reworded(f[index("message_overlap")])
     pattern = max(f[index("pattern_message")], 0.5 * f[index("pattern_text")])
     return np.array(
         [

@@ -56,9 +56,13 @@ class Scored:
     # to the first record's, so an ingested record that ranks first is judged on its own evidence.
     offset: np.ndarray | None = None
 
+    def is_offset(self, j: int) -> bool:
+        """Whether scored row ``j`` is an ingested record, its score lowered by the offset."""
+        return self.offset is not None and bool(self.offset[j])
+
     def evidence(self, top: int) -> np.ndarray:
         """The scores the confidence model reads: the ranking scores, the first record's without the offset."""
-        if self.offset is None or not self.offset[top]:
+        if not self.is_offset(top):
             return self.scores
         scores = self.scores.copy()
         scores[top] += self.offset[top]

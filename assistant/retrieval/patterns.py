@@ -119,10 +119,6 @@ class PatternIndex:
         always = np.array([i for i, words in enumerate(required) if not words], dtype=np.int32)
         return cls(Postings.build(chosen), always)
 
-    def candidates(self, texts: Iterable[str]) -> np.ndarray:
-        """Positions of the patterns that may match one of ``texts``, in ascending order."""
-        return self.filed_under(text_words(texts))
-
     def filed_under(self, words: set[str]) -> np.ndarray:
         """Positions of the patterns filed under one of ``words`` (see :func:`text_words`), and those
         filed under none, in ascending order."""

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import KnowledgeBaseError
 from ..records import (
+    INGESTED_TAG,
     LoadReport,
     RaiseKey,
     Record,
@@ -33,7 +34,7 @@ from ..records import (
     parse_line,
     scan_records,
 )
-from ..wordings import inherited_patterns, message_sample
+from ..wordings import curated_samples, inherited_patterns
 
 # Parsed records kept in memory, the most recently read (about 10 KB each: ~40 MB at most).
 RECORDS_KEPT = 4096
@@ -91,12 +92,8 @@ class RecordShelf(Sequence[Record]):
         every = cls(files, rows, id_bytes)  # reads the patterns of the records that gave way, before they go
         # Read again only the curated records of the repos a wording would go to (a few hundred at most).
         wanted = {repo_of[i] for i in chosen.heirs}
-        samples: dict[str, list[str]] = {}
-        for i, is_curated in enumerate(curated):
-            if is_curated and repo_of[i] in wanted:
-                record = every._parse(i)
-                samples.setdefault(record.repo, []).append(message_sample(record))
-        inherited = inherited_patterns(every._parse, chosen.heirs, samples)
+        read_again = (every._parse(i) for i, is_curated in enumerate(curated) if is_curated and repo_of[i] in wanted)
+        inherited = inherited_patterns(every._parse, chosen.heirs, curated_samples(read_again, INGESTED_TAG))
         every.close()
         kept = np.array(chosen.keep)
         position = np.cumsum(kept) - 1  # a kept record's position among the kept ones
