@@ -31,7 +31,7 @@ STYLE_ORDER = ("traceback", "message", "log", "question")
 
 
 class EvalSetError(ErrataError):
-    """The query set cannot be read; the message names the file and line."""
+    """The query set cannot be read (the message names the file and line), or the outcomes cannot be written."""
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,11 @@ class EvalReport:
     false_abstention: float
     latency_ms: dict[str, float]
     missed: list[dict[str, Any]] = field(default_factory=list)
-    # {"covered"|"uncovered"|"all"|"kind:<kind>": {"n", "right", "abstained", "wrong"}} (shares of n)
+    # {"covered"|"uncovered"|"all"|"kind:<kind>"|"curated-missed:<kind>": {"n", "right", "abstained", "wrong"}}
+    # (shares of n); "curated-missed" are the queries no ``relevant`` (curated) record answers
     outcomes: dict[str, dict[str, float]] = field(default_factory=dict)
+    # one row per query: {"id", "kind", "outcome", "rank" (of the first answer, None), "top" (record id)}
+    queries: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,10 +89,10 @@ class EvalReport:
         lines.append(f"answerable queries wrongly abstained on: {self.false_abstention:.1%}")
         lines.append(f"retrieval latency: p50 {self.latency_ms['p50']:.1f} ms, p95 {self.latency_ms['p95']:.1f} ms")
         lines.append("")
-        lines.append(f"{'outcome':<22} {'n':>5} {'right':>7} {'abstain':>7} {'wrong':>7}")
+        lines.append(f"{'outcome':<32} {'n':>5} {'right':>7} {'abstain':>7} {'wrong':>7}")
         for group, row in self.outcomes.items():
             shares = " ".join(f"{row[o]:>7.1%}" for o in OUTCOMES)
-            lines.append(f"{group:<22} {row['n']:>5} {shares}")
+            lines.append(f"{group:<32} {row['n']:>5} {shares}")
         return "\n".join(lines)
 
 
@@ -173,6 +176,7 @@ def evaluate(assistant, queries: Sequence[EvalQuery], *, depth: int = 10) -> Eva
     negatives = abstained = answerable = wrongly_abstained = 0
     missed: list[dict[str, Any]] = []
     outcomes: dict[str, list[str]] = {}
+    rows: list[dict[str, Any]] = []
     held = _ids_held(assistant) if any(q.ingested for q in queries) else frozenset()
     for q in queries:
         relevant = q.answers(held)
@@ -183,16 +187,19 @@ def evaluate(assistant, queries: Sequence[EvalQuery], *, depth: int = 10) -> Eva
         top = retrieval.hits[0].record.id if retrieval.hits else None
         outcome = "abstained" if not retrieval.confident else ("right" if top in relevant else "wrong")
         groups = ["all", "covered" if relevant else "uncovered"] + ([f"kind:{q.kind}"] if q.kind else [])
+        if q.kind and not q.relevant:
+            groups.append(f"curated-missed:{q.kind}")
         for group in groups:
             outcomes.setdefault(group, []).append(outcome)
+        ids = [hit.record.id for hit in retrieval.hits]
+        rank = next((i for i, rid in enumerate(ids) if rid in relevant), None)
+        rows.append({"id": q.id, "kind": q.kind, "outcome": outcome, "rank": rank, "top": top})
         if not relevant:
             negatives += 1
             abstained += not retrieval.confident
             continue
         answerable += 1
         wrongly_abstained += not retrieval.confident
-        ids = [hit.record.id for hit in retrieval.hits]
-        rank = next((i for i, rid in enumerate(ids) if rid in relevant), None)
         if rank != 0:
             missed.append({"id": q.id, "style": q.style, "rank": rank, "top": ids[:1]})
         for style in (q.style, "all"):
@@ -211,7 +218,17 @@ def evaluate(assistant, queries: Sequence[EvalQuery], *, depth: int = 10) -> Eva
         },
         missed=missed,
         outcomes={group: _shares(found) for group, found in outcomes.items()},
+        queries=rows,
     )
+
+
+def write_outcomes(path: str | Path, report: EvalReport) -> None:
+    """Each query's outcome as a JSON line, for reading which queries moved between two runs."""
+    text = "".join(json.dumps(row) + "\n" for row in report.queries)
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise EvalSetError(f"cannot write the outcomes to {path}: {exc.strerror or exc}") from None
 
 
 def _ids_held(assistant) -> frozenset[str]:

@@ -39,6 +39,8 @@ _MESSAGE_MARK_RE = re.compile(r"'[^'\s]+'|\"[^\"\s]+\"|Error: ")
 _CLAUSE_AFTER_RE = re.compile(r"^s?\s+(?:that|saying|telling me)\s+(?P<msg>[^\n.?!]*'[^'\n]+'[^\n.?!]*)")
 # Where one sentence ends and the next begins, inside a line.
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[\"'`(\[]?[A-Z])")
+# A dash between clauses (not a hyphen, which messages hold): the question often follows one on the line.
+_CLAUSE_DASH_RE = re.compile(r"\s+[\u2014\u2013]\s+")
 # A sentence that tells what happened rather than continuing the message: it goes on the story
 # ("Same thing later when ...", "Also ...") or speaks in the first person ("... when I run it").
 _REMARK_RE = re.compile(r"^(?i:same|also|then|but|and|so|even|still|thanks)\b|\b(?:I|I'm|I've|I'd|my|me)\b")
@@ -127,10 +129,11 @@ def _until_closing_quote(message: str, quote: str) -> str:
 def _without_question(message: str) -> str:
     """An error quoted in prose, without the question that follows it on the same line.
 
-    The message's first sentence is kept; later ones are dropped from the first that asks (ends in ``?``
-    or starts like a question) or tells the story around the error (see ``_REMARK_RE``).
+    The message's first sentence is kept; later ones (or clauses after a dash) are dropped from the first
+    that asks (ends in ``?`` or starts like a question) or tells the story around the error (see
+    ``_REMARK_RE``).
     """
-    sentences = _SENTENCE_RE.split(message)
+    sentences = [part for sentence in _SENTENCE_RE.split(message) for part in _CLAUSE_DASH_RE.split(sentence)]
     kept = sentences[:1]
     for sentence in sentences[1:]:
         if sentence.rstrip().endswith("?") or QUESTION_START_RE.match(sentence) or _REMARK_RE.search(sentence):

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from assistant.evaluate import EvalSetError, evaluate, load_eval_set
+from assistant.evaluate import EvalSetError, evaluate, load_eval_set, write_outcomes
 
 PEFT_TRACEBACK = (
     "Traceback (most recent call last):\n"
@@ -84,6 +84,15 @@ def test_outcomes_count_right_abstained_and_wrong_per_kind(assistant, tmp_path):
     assert report.outcomes["kind:a"] == {"n": 2, "right": 0.5, "abstained": 0.0, "wrong": 0.5}
     assert report.outcomes["kind:b"]["abstained"] == 1.0
     assert report.outcomes["all"]["n"] == 3 and "kind:a" in report.table()
+    # The queries no curated record answers, by kind; and each query's outcome, as --outcomes writes it.
+    assert report.outcomes["curated-missed:b"]["n"] == 1 and "curated-missed:a" not in report.outcomes
+    write_outcomes(tmp_path / "outcomes.jsonl", report)
+    rows = [json.loads(line) for line in (tmp_path / "outcomes.jsonl").read_text().splitlines()]
+    expected = [("a", "right", 0), ("a", "wrong", None), ("b", "abstained", None)]
+    assert [(r["kind"], r["outcome"], r["rank"]) for r in rows] == expected
+    assert rows[0]["top"] == "c6aeeba10bb30da8"
+    with pytest.raises(EvalSetError, match="cannot write the outcomes"):
+        write_outcomes(tmp_path / "missing" / "outcomes.jsonl", report)
 
 
 def test_ingested_answers_count_only_where_the_knowledge_base_holds_them(assistant, tmp_path):

@@ -170,6 +170,11 @@ def test_an_error_quoted_in_a_question_ends_at_its_closing_quote_or_before_the_q
         "Is turbo gone in 2.0, or do I need a plugin?"
     )
     assert q.message == "Gadget mode turbo is unknown. Valid modes are fast and slow."
+    # A dash between clauses ends it too, where a question follows; a hyphen in the message does not.
+    q = parse_query("My run aborts with gadgets.GadgetError: Error while warming up \u2014 what does it mean?")
+    assert q.message == "Error while warming up"
+    q = parse_query("My run aborts with gadgets.GadgetError: Error in pre-warm - check the heater")
+    assert q.message == "Error in pre-warm - check the heater"
 
 
 def test_a_jupyter_traceback_cut_before_its_last_line_takes_the_class_from_its_header():

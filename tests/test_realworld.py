@@ -422,3 +422,76 @@ def test_a_message_reworded_from_an_ingested_records_is_a_near_miss_not_another_
 
     assert unmatched_share(record["tags"], "ingested") > 0.5
     assert unmatched_share(["ollama"], "curated") < 0.2  # the unshared words only
+
+
+def _with_ingested(small_kb: Path, record: dict) -> None:
+    path = small_kb / "ollama__ollama-python.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    row = {"record": dict(lines[0]["record"], **record), "datasetVersion": lines[0].get("datasetVersion")}
+    path.write_text("".join(json.dumps(line) + "\n" for line in [*lines, row]))
+
+
+def test_the_first_line_of_a_message_told_over_several_finds_the_one_ingested_record_it_begins(
+    small_kb, tmp_path, embedder
+):
+    """A paste often shows only the first line of a message that goes on; where no pattern matches it whole,
+    the ingested record whose pattern it begins answers it, its offset waived (no curated record matches)."""
+    from assistant import Assistant, Settings
+
+    _with_ingested(
+        small_kb,
+        dict(
+            id="0123456789abcdef",
+            errorClass="FrobnicatorError",
+            filePath="ollama/_frobnicator.py",
+            lineNumber=7,
+            errorMessage="Gadget {name} failed to frobnicate the heater coil.\n\nCoil state: {state}\n\nWanted: {w}",
+            messagePattern=r"Gadget (.+?) failed to frobnicate the heater coil\.\s+Coil state: (.+?)\s+Wanted: (.+?)",
+            tags=["ollama", "ingested"],
+        ),
+    )
+    assistant = Assistant(Settings.load(env={}, kb=[small_kb], index_dir=tmp_path / "index"), embedder=embedder)
+    paste = "ollama.FrobnicatorError: Gadget g7 failed to frobnicate the heater coil.\n\nWhat does the coil state mean?"
+    _query, retrieval = assistant.retrieve(paste, 3)
+    assert retrieval.hits[0].record.id == "0123456789abcdef" and "pattern" in retrieval.hits[0].why
+    # "..." marks a cut, not text a placeholder takes in: the dots leave a message the pattern only begins.
+    cut_off = "ollama.FrobnicatorError: Gadget g7 failed to frobnicate the heater coil. Coil state: ..."
+    _query, cut = assistant.retrieve(cut_off, 3)
+    assert cut.hits[0].record.id == "0123456789abcdef" and "pattern" in cut.hits[0].why
+
+
+def test_a_message_whose_last_words_an_older_release_worded_otherwise_keeps_the_rewording_allowance(
+    small_kb, tmp_path, embedder
+):
+    """The near-miss rule reads a message an ingested record's pattern misses as another error; one that
+    parts from the pattern only in its last words is the same error from a release older than those read."""
+    import numpy as np
+
+    from assistant import Assistant, Settings
+    from assistant.retrieval.confidence import CONFIDENCE_FEATURES, confidence_features
+
+    _with_ingested(
+        small_kb,
+        dict(
+            id="0123456789abcdef",
+            errorClass="FrobnicatorError",
+            filePath="ollama/_frobnicator.py",
+            lineNumber=7,
+            errorMessage="The gadget frobnicator failed to start on port {port} after warming up. See the journal",
+            messagePattern=r"The gadget frobnicator failed to start on port (.+?) after warming up\. See the journal",
+            tags=["ollama", "ingested", "release-first:0.1.0", "release-last:0.4.0"],
+        ),
+    )
+    assistant = Assistant(Settings.load(env={}, kb=[small_kb], index_dir=tmp_path / "index"), embedder=embedder)
+    unmatched = CONFIDENCE_FEATURES.index("message_unmatched")
+
+    def unmatched_share(paste: str) -> float:
+        scored = assistant.retriever.score(assistant.parse(paste))
+        order = np.argsort(-scored.scores, kind="stable")
+        assert assistant.records[scored.position(int(order[0]))].id == "0123456789abcdef"
+        return float(confidence_features(scored, order)[unmatched])
+
+    start = "FrobnicatorError: The gadget frobnicator failed to start on port 8000"
+    assert unmatched_share(f"{start} after warming up, check syslog") < 0.2  # its end worded otherwise
+    middle = "FrobnicatorError: The gadget frobnicator failed to boot on port 8000 after warming up. See the journal"
+    assert unmatched_share(middle) > 0.5  # a word in its middle: another error

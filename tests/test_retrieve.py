@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 
 import numpy as np
@@ -222,6 +223,44 @@ def test_a_message_with_quotes_added_around_a_name_still_matches_its_pattern():
     assert matcher.match(pattern, ["Object of type `Gadget` is not JSON serializable"], "") == (True, False)
     # Only quotes around one word come off: a quoted phrase stays as it is.
     assert matcher.match(r"of type \w+ is", ["of type 'a gadget' is"], "") == (False, False)
+
+
+def test_a_message_cut_short_begins_what_its_pattern_matches():
+    """A paste shows the first line of a message that goes on over several, or cuts it off."""
+    matcher = PatternMatcher()
+    pattern = r"Adapter (.+?) failed to parse the LM response\.\s+LM Response: (.+?)\s+Expected to find (.+?)"
+    first_line = "Adapter ChatAdapter failed to parse the LM response."
+    assert matcher.match(pattern, [first_line], "") == (False, False)  # the whole pattern needs the rest
+    assert matcher.begins(pattern, [first_line])
+    assert matcher.begins(pattern, ["Adapter ChatAdapter failed to parse the LM"])  # cut inside a sentence
+    # Too few words to tell; another message after the same start; words a placeholder took in.
+    assert not matcher.begins(pattern, ["Adapter ChatAdapter failed"])
+    assert not matcher.begins(pattern, ["Adapter ChatAdapter failed to parse the config file."])
+    assert not matcher.begins(r"(.+?) failed: (.+?)", ["Gadget sync with the heater failed: timeout"])
+
+
+def test_a_message_whose_last_words_differ_is_the_same_error_worded_by_another_release():
+    matcher = PatternMatcher()
+    pattern = (
+        r"ScopeMismatch: You tried to access the (.+?) scoped fixture (.+?) with a (.+?) scoped request object\."
+        r" Requesting fixture stack:\s+(.+?)"
+    )
+    start = "ScopeMismatch: You tried to access the 'function' scoped fixture 'db'"
+    older = f"{start} with a 'module' scoped request object, involved factories"
+    assert not matcher.begins(pattern, [older])
+    assert matcher.reworded_tail(pattern, [older])
+    # A message that parts from the pattern in its middle is another error, not a reworded end.
+    other = f"{start} from a plain helper without any request object"
+    assert not matcher.reworded_tail(pattern, [other])
+
+
+def test_a_full_match_outranks_a_pattern_the_message_only_begins(assistant):
+    """``No module named 'utils'`` is the beginning of ``No module named '{name}'; '{parent}' is not a package``
+    too: only where no pattern matches a message whole does a pattern it begins count as matching it."""
+    query = parse_query("ModuleNotFoundError: No module named 'utils'")
+    top = assistant.retriever.retrieve(query, 3).hits[0].record
+    assert top.message_pattern is not None and "is not a package" not in top.message_pattern
+    assert re.search(top.message_pattern, "No module named 'utils'")
 
 
 def test_reciprocal_rank_among_some_records_and_among_all_or_none():

@@ -79,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="JSONL of {id, ingested}: ingested answers added to the set's queries (see benchmarks/data)",
     )
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    p.add_argument("--outcomes", type=Path, help="also write each query's outcome, rank and top record (JSONL)")
     _add_common(p)
 
     p = sub.add_parser(
@@ -275,12 +276,14 @@ def _build(args: argparse.Namespace, settings: Settings) -> int:
 @command("eval")
 def _eval(args: argparse.Namespace, settings: Settings) -> int:
     from ..api import Assistant, configure_serving_threads
-    from ..evaluate import evaluate, load_eval_set
+    from ..evaluate import evaluate, load_eval_set, write_outcomes
 
     queries = load_eval_set(args.file, args.labels)
     configure_serving_threads(settings)  # latency as a server measures it
     assistant = Assistant(settings, show_progress=sys.stderr.isatty())
     report = evaluate(assistant, queries)
+    if args.outcomes:
+        write_outcomes(args.outcomes, report)
     print(json.dumps(report.to_dict()) if args.json else report.table())
     return 0
 

@@ -62,8 +62,10 @@ def confidence_features(scored: Scored, order: np.ndarray) -> np.ndarray:
     f = scored.features[top]
     index = FEATURES.index
     # An ingested record merged across releases matches every wording it had in them: a message its pattern
-    # misses is a near miss, not one more release's wording (a curated record is written from one release).
-    reworded = 0.0 if scored.is_offset(top) else _reworded(f[index("message_overlap")])
+    # misses is a near miss, not one more release's wording (a curated record is written from one release),
+    # unless only the message's last words differ (a release older than those read).
+    allowed = not scored.is_offset(top) or top == scored.reworded_row
+    reworded = _reworded(f[index("message_overlap")]) if allowed else 0.0
     pattern = max(f[index("pattern_message")], 0.5 * f[index("pattern_text")])
     return np.array(
         [

@@ -55,6 +55,9 @@ class Scored:
     # Subtracted from ingested records' scores (weights.ingested_offset); the confidence model adds it back
     # to the first record's, so an ingested record that ranks first is judged on its own evidence.
     offset: np.ndarray | None = None
+    # The first row, when it is an ingested record whose pattern matches the pasted message but for its last
+    # words (see PatternMatcher.reworded_tail): the confidence gives it the rewording allowance.
+    reworded_row: int | None = None
 
     def is_offset(self, j: int) -> bool:
         """Whether scored row ``j`` is an ingested record, its score lowered by the offset."""
@@ -71,6 +74,16 @@ class Scored:
     def position(self, j: int) -> int:
         """The record position of scored row ``j``."""
         return int(j) if self.positions is None else int(self.positions[j])
+
+
+@dataclass(frozen=True)
+class Heads:
+    """What to try as the beginning of a pasted message no pattern matches whole: the messages, the patterns
+    tried on them, and the first message's length (for the specificity of a pattern that begins it)."""
+
+    messages: tuple[str, ...]
+    missed: tuple[int, ...]  # pattern numbers
+    length: int
 
 
 @dataclass(frozen=True)
@@ -92,6 +105,7 @@ class Found:
     dense: np.ndarray
     cosines: np.ndarray  # for each of dense
     floor: float  # the cosine of every record beyond the nearest
+    heads: Heads | None = None  # set when no pattern matches a message whole
 
 
 def bm25_sum(in_columns: dict[int, tuple[np.ndarray, np.ndarray]], tokens: list[int], m: int) -> np.ndarray:

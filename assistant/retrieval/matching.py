@@ -18,6 +18,8 @@ from collections.abc import Callable
 
 import regex
 
+from .patterns import literal_words
+
 logger = logging.getLogger(__name__)
 
 # A record's pattern gets this much CPU time to search one message; a pattern that uses it up is dropped.
@@ -40,6 +42,14 @@ _SHAPED_SLOT_RE = re.compile(rf"(?P<q>['\"`])(?P<slot>{_SLOT_ATOM}(?:{_SLOT_ATOM
 _LONE_QUOTED_RE = re.compile(r"(?<!\w)(?P<q>['\"`])(?P<word>[^\s'\"`]+)(?P=q)(?!\w)")
 # A literal colon before a space (not the ``(?:`` of a group).
 _COLON_RE = re.compile(r"(?<!\(\?)(?<!\\):(?= )")
+# A pasted message that stops where the error's message goes on (its first line, or cut with "...") is
+# the head of what a pattern matches when it has this many words, nearly all of them the pattern's own
+# literal words (not text a placeholder took in).
+HEAD_MIN_WORDS = 4
+HEAD_LITERAL_SHARE = 0.75
+_HEAD_WORD_RE = re.compile(r"\w+")
+# At most this share of a message's last words may be worded otherwise for it to be the same error.
+TAIL_SHARE = 0.25
 
 
 @functools.lru_cache(maxsize=COMPILED_PATTERNS)
@@ -110,19 +120,59 @@ class PatternMatcher:
             return True, False
         return False, self.search(pattern, text)
 
+    def begins(self, source: str, messages: list[str]) -> bool:
+        """Whether one of the messages is how an error the pattern ``source`` matches begins: the paste shows
+        the first line of a message that goes on over several (dspy's ``Adapter ChatAdapter failed to parse
+        the LM response.`` before its ``LM Response: ...`` block), or cuts it off. Weaker than a match (``No
+        module named 'utils'`` begins ``No module named '{name}'; '{parent}' is not a package`` too): the
+        Retriever asks only when no pattern matches a message."""
+        pattern = compile_pattern(source)
+        if pattern is None or source in self.slow_patterns:
+            return False
+        return any(self._is_head(pattern, source, m) for m in messages)
+
+    def reworded_tail(self, source: str, messages: list[str]) -> bool:
+        """Whether a message, its last few words left off (at most ``TAIL_SHARE`` of them), begins what the
+        pattern ``source`` matches: the same error, its end worded as another release words it (pytest 2's
+        ``..., involved factories`` where pytest 8 says ``. Requesting fixture stack:``)."""
+        pattern = compile_pattern(source)
+        if pattern is None or source in self.slow_patterns:
+            return False
+        lines = [m.split("\n", 1)[0] for m in messages if "\n" in m]  # a message told over lines: its first
+        for message in [*messages, *lines]:
+            spans = list(_HEAD_WORD_RE.finditer(message))
+            for cut in range(1, int(TAIL_SHARE * len(spans)) + 1):
+                if self._is_head(pattern, source, message[: spans[-cut].start()].rstrip(" ,;:")):
+                    return True
+        return False
+
+    def _is_head(self, pattern, source: str, message: str) -> bool:
+        words = _HEAD_WORD_RE.findall(message.lower())
+        if len(words) < HEAD_MIN_WORDS:
+            return False
+        spelled = literal_words(source)
+        if sum(w in spelled for w in words) < HEAD_LITERAL_SHARE * len(words):
+            return False
+        return self._timed(lambda limit: _partial_head(pattern, message, limit), pattern.pattern)
+
     def search(self, pattern, text: str) -> bool:
         """Whether the compiled ``pattern`` is found in ``text``, judged by its own CPU time."""
+        return self._timed(lambda limit: pattern.search(text, timeout=limit) is not None, pattern.pattern)
+
+    def _timed(self, attempt: Callable[[float], bool], source: str) -> bool:
+        """``attempt(wall_limit)``, retried with a longer limit on a busy machine; a pattern that uses up its
+        CPU time is dropped."""
         wall = self.timeout_s
         while True:
             started = time.thread_time()
             try:
-                return pattern.search(text, timeout=wall) is not None
+                return attempt(wall)
             except TimeoutError:
                 if time.thread_time() - started >= self.timeout_s:
-                    self._drop(pattern.pattern)
+                    self._drop(source)
                     return False
                 if wall >= self.wall_limit_s:  # the machine is too busy to tell; this pattern stays in use
-                    logger.info("messagePattern %r: no answer in %g s (busy machine)", pattern.pattern[:80], wall)
+                    logger.info("messagePattern %r: no answer in %g s (busy machine)", source[:80], wall)
                     return False
                 wall = min(wall * 4, self.wall_limit_s)
 
@@ -141,3 +191,9 @@ class PatternMatcher:
             owners,
             self.timeout_s,
         )
+
+
+def _partial_head(pattern, message: str, limit: float) -> bool:
+    """Whether the pattern, matched from the start of ``message``, is still going when the message ends."""
+    found = pattern.match(message.rstrip(". \u2026"), partial=True, timeout=limit)
+    return found is not None and found.partial

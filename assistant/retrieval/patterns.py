@@ -9,6 +9,7 @@ must contain; a query runs only the patterns filed under its words, plus the few
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -49,6 +50,18 @@ def required_words(pattern: str) -> frozenset[str]:
     except (re.error, ValueError, OverflowError, RecursionError, TypeError):
         return frozenset()  # a syntax only the regex module knows: run it every time
     return frozenset(_words_of(_sequence(items)))
+
+
+@functools.lru_cache(maxsize=20_000)
+def literal_words(pattern: str) -> frozenset[str]:
+    """Lower-cased words the pattern spells out in literal characters (bounded or not): what its message
+    says apart from its placeholders."""
+    try:
+        sequence = _sequence(sre_parse.parse(pattern))
+    except (re.error, ValueError, OverflowError, RecursionError, TypeError):
+        return frozenset()
+    spelled = "".join(token if isinstance(token, str) else " " for token in sequence)
+    return frozenset(_TEXT_WORD.findall(spelled.lower()))
 
 
 def _words_of(sequence: list) -> set[str]:

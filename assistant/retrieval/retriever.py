@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -55,10 +54,11 @@ from .candidates import (
     select_candidates,
 )
 from .confidence import SHORT_QUERY_CONFIDENCE, confidence_features, sigmoid, too_short_to_tell
-from .features import Found, Scored, bm25_sum, piece_cosines, why
-from .matching import COMPILED_PATTERNS, PATTERN_MESSAGE_CHARS, PATTERN_TEXT_CHARS, PatternMatcher
+from .features import Found, Heads, Scored, bm25_sum, piece_cosines, why
+from .matching import COMPILED_PATTERNS, PATTERN_TEXT_CHARS, PatternMatcher
 from .mentions import LibraryMentions, library_aliases
 from .ownership import PythonOwnership
+from .partial_messages import PartialMessages, matching_alone, pattern_messages
 from .pattern_owners import pattern_owners
 from .patterns import text_words
 from .signals import SignalIndex, message_words, path_tail, tokenize
@@ -73,9 +73,6 @@ EXACT_COSINES = 25
 # Subtracted from the fused score of a library's record that cannot answer a Python error raised where that
 # library is not in play (see ownership.py): it ranks below every record of Python's own.
 NOT_IN_PLAY = 1_000.0
-
-
-_WINERROR_RE = re.compile(r"\[WinError (\d+)\]")
 
 
 def _peak(values: np.ndarray, among: np.ndarray | None) -> float:
@@ -144,18 +141,15 @@ class Retriever:
         # A pattern's text decoded once (each query tries a few dozen; a million would not fit).
         self._pattern_source = functools.lru_cache(maxsize=COMPILED_PATTERNS)(self.signals.patterns.__getitem__)
         self.ownership = PythonOwnership(self.records, self.signals, self.matcher)
+        self.partial = PartialMessages(self.records, self.signals, self.matcher, self._pattern_source)
         self._is_ingested: np.ndarray | None = None  # per record, made on first use (see _unknown_share)
 
     # --- what each signal finds ----------------------------------------------------------------
 
-    def _patterns(self, query: Query) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Records whose pattern matches a message (with its specificity), and those matching the text."""
-        messages = [m for m in (query.message, *query.causes) if m]
-        if query.exception_class and query.message:
-            messages.append(query.error_line or "")
-        messages = [m[:PATTERN_MESSAGE_CHARS] for m in messages]
-        # Windows prints an OSError's code as ``[WinError 10061]`` where patterns expect ``[Errno N]``.
-        messages += [_WINERROR_RE.sub(r"[Errno \1]", m) for m in messages if "[WinError " in m]
+    def _patterns(self, query: Query) -> tuple[np.ndarray, np.ndarray, np.ndarray, Heads | None]:
+        """Records whose pattern matches a message (with its specificity), those matching the text, and,
+        when no pattern matches a message, what to try as the messages' heads (see :meth:`_heads`)."""
+        messages = pattern_messages(query)
         text = query.text[-PATTERN_TEXT_CHARS:]
         length = max((len(m) for m in messages[:1]), default=0)
         on_message: list[int] = []  # distinct patterns
@@ -164,6 +158,7 @@ class Retriever:
         message_words = text_words(messages)
         # A pattern filed under a word no message holds cannot match a message: only the text is searched.
         in_messages = set(index.filed_under(message_words).tolist()) if messages else set()
+        missed: list[int] = []  # tried on the messages, not matched
         for p in index.filed_under(text_words([text]) | message_words).tolist():
             tried = messages if p in in_messages else []
             matched_message, matched_text = self.matcher.match(self._pattern_source(p), tried, text)
@@ -171,6 +166,8 @@ class Retriever:
                 on_message.append(p)
             elif matched_text:
                 on_text.append(p)
+            if tried and not matched_message:
+                missed.append(p)
         records = self.signals.pattern_records
         message_groups = [records.numbered(p) for p in on_message]
         literals = np.asarray(self.signals.literals[on_message], dtype=np.float64)
@@ -179,7 +176,8 @@ class Retriever:
         ascending = np.argsort(message_positions, kind="stable")
         text_groups = [records.numbered(p) for p in on_text]
         text_positions = np.sort(np.concatenate(text_groups)) if text_groups else NONE
-        return message_positions[ascending], specificity[ascending], text_positions
+        heads = Heads(tuple(messages), tuple(missed), length) if messages and not on_message else None
+        return message_positions[ascending], specificity[ascending], text_positions, heads
 
     def _libraries(self, query: Query) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Records of the libraries in the frames or module path, of those named, and of either."""
@@ -202,7 +200,7 @@ class Retriever:
         return positions[kept][order], scores[found][kept][order], floor
 
     def _find(self, query: Query, vector: np.ndarray, quoted: frozenset[str]) -> Found:
-        on_message, specificity, on_text = self._patterns(query)
+        on_message, specificity, on_text, heads = self._patterns(query)
         cls = query.exception_class
         frame_files = {path_tail(f.file) for f in query.frames}
         seen, named, known = self._libraries(query)
@@ -226,6 +224,7 @@ class Retriever:
             dense=dense,
             cosines=cosines,
             floor=floor,
+            heads=heads,
         )
 
     def _query_words(self, text: str) -> tuple[list[int], list[int], list[int], int]:
@@ -320,8 +319,15 @@ class Retriever:
             offset = np.zeros(m)
             where, _picked = among(self.signals.ingested, scored)
             offset[where] = self.ingested_offset
-        scores = features @ self.weights[model] - penalty - (0.0 if offset is None else offset)
-        return Scored(features, scores, model, scored, penalty, offset)
+        weights = self.weights[model]
+        scores = features @ weights - penalty - (0.0 if offset is None else offset)
+        if found.heads is not None and self.partial.mark_heads(found.heads, features, scores, scored):
+            scores = features @ weights - penalty - (0.0 if offset is None else offset)
+        if offset is not None and curated is not None:
+            offset[matching_alone(features, curated, spread(self.signals.generic_ingested) > 0)] = 0.0
+            scores = features @ weights - penalty - offset
+        reworded = self.partial.reworded_row(query, features, scores, offset, scored)
+        return Scored(features, scores, model, scored, penalty, offset, reworded)
 
     def _unknown_share(self, columns: dict[int, tuple[np.ndarray, np.ndarray]], distinct: int) -> float:
         """The share of the query's ``distinct`` words no curated record holds (``columns``: the known

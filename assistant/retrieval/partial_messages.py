@@ -1,0 +1,121 @@
+"""Pasted messages that are only part of the error's: cut off, its first line alone, its end worded otherwise.
+
+A paste often stops where the message goes on (dspy's ``Adapter ChatAdapter failed to parse the LM
+response.`` before its ``LM Response: ...`` block; ``schema for ...``), and a user on an older release than
+those the knowledge base was built from sees a message whose last words differ (pytest 2's ``..., involved
+factories`` where pytest 8 says ``. Requesting fixture stack:``). A pattern's full match is the stronger
+evidence, so these are asked only where it has nothing to say.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..query import Query
+from ..records import Record
+from .candidates import among
+from .features import FEATURES, Heads
+from .matching import PATTERN_MESSAGE_CHARS, PatternMatcher
+from .signals import SignalIndex, literal_chars
+
+# An ingested record whose pattern's literal text is at least this share of the pasted message's length
+# (a template, not a placeholder with a word or two around it) and the only kind of record whose pattern
+# matches the message ranks without the ingested offset.
+SPECIFIC_ALONE = 0.5
+# Where no pattern matches a pasted message whole, the patterns of this many of the best-ranked records are
+# tried as its head too (see PartialMessages.mark_heads).
+HEAD_DEPTH = 20
+
+_CUT_RE = re.compile(r"\s*(?:\.\.\.|\u2026)$")
+_WINERROR_RE = re.compile(r"\[WinError (\d+)\]")
+_PATTERN_MESSAGE = FEATURES.index("pattern_message")
+_PATTERN_SPECIFICITY = FEATURES.index("pattern_specificity")
+_PATTERN_TEXT = FEATURES.index("pattern_text")
+
+
+def pattern_messages(query: Query) -> list[str]:
+    """What patterns are tried on as messages: the pasted message, its causes and its error line."""
+    messages = [m for m in (query.message, *query.causes) if m]
+    if query.exception_class and query.message:
+        messages.append(query.error_line or "")
+    # A message cut off with "..." is matched without the dots, which would fill a placeholder (``schema for
+    # ...`` is not ``schema for {type!r}.``); what is left may begin a message (see mark_heads).
+    messages = [_CUT_RE.sub("", m[:PATTERN_MESSAGE_CHARS]) for m in messages]
+    # Windows prints an OSError's code as ``[WinError 10061]`` where patterns expect ``[Errno N]``.
+    return messages + [_WINERROR_RE.sub(r"[Errno \1]", m) for m in messages if "[WinError " in m]
+
+
+def matching_alone(features: np.ndarray, curated: np.ndarray, generic: np.ndarray) -> np.ndarray:
+    """Ingested records whose pattern pins most of the pasted message where no curated record's pattern
+    matches it: those are not a curated raise's twin, so the ingested offset does not hold them back. Not a
+    generic template (``generic``: see signals.GENERIC_WORDS), which matches messages of any library."""
+    matched = features[:, _PATTERN_MESSAGE] > 0
+    if (matched & curated).any():
+        return np.zeros(len(matched), dtype=bool)
+    return matched & ~generic & (features[:, _PATTERN_SPECIFICITY] >= SPECIFIC_ALONE)
+
+
+class PartialMessages:
+    """The Retriever's second look at the patterns, for a message no pattern matches whole."""
+
+    def __init__(
+        self,
+        records: Sequence[Record],
+        signals: SignalIndex,
+        matcher: PatternMatcher,
+        pattern_source: Callable[[int], str],
+    ):
+        self.records = records
+        self.signals = signals
+        self.matcher = matcher
+        self.pattern_source = pattern_source
+
+    def mark_heads(self, heads: Heads, features: np.ndarray, scores: np.ndarray, scored: np.ndarray | None) -> bool:
+        """The records whose pattern matches a pasted message as the beginning of theirs count as matching it
+        (``features`` updated in place; True if any).
+
+        Tried: the patterns filed under the messages' words, and those of the records already ranked near the
+        top (a pattern filed under a word the paste cut off, ``Set the `OPENAI_API_KEY` environment variable``
+        of ``... or pass it via `OpenAIProvider(api_key=...)```), so that records sharing a message's head
+        are judged side by side."""
+        messages = list(heads.messages)
+        rows: dict[int, int] = {}  # scored row: literal characters of its pattern
+        for p in heads.missed:
+            if self.matcher.begins(self.pattern_source(p), messages):
+                where, _picked = among(self.signals.pattern_records.numbered(p), scored)
+                for row in where.tolist():
+                    rows[row] = int(self.signals.literals[p])
+        for row in np.argsort(-scores, kind="stable")[:HEAD_DEPTH].tolist():
+            pattern = self.records[row if scored is None else int(scored[row])].message_pattern
+            if row not in rows and pattern and self.matcher.begins(pattern, messages):
+                rows[row] = literal_chars(pattern)
+        if not rows:
+            return False
+        picked = np.fromiter(rows, dtype=np.int64)
+        literals = np.fromiter(rows.values(), dtype=np.float64)
+        features[picked, _PATTERN_MESSAGE] = 1.0
+        features[picked, _PATTERN_SPECIFICITY] = np.minimum(1.0, literals / max(heads.length, 1))
+        features[picked, _PATTERN_TEXT] = 0.0
+        return True
+
+    def reworded_row(
+        self,
+        query: Query,
+        features: np.ndarray,
+        scores: np.ndarray,
+        offset: np.ndarray | None,
+        scored: np.ndarray | None,
+    ) -> int | None:
+        """The first row, if it is an ingested record whose pattern misses the pasted message only in its last
+        words (see Scored.reworded_row)."""
+        if offset is None or not len(scores):
+            return None
+        top = int(np.argmax(scores))
+        if not offset[top] or features[top, _PATTERN_MESSAGE] > 0:
+            return None
+        pattern = self.records[top if scored is None else int(scored[top])].message_pattern
+        messages = pattern_messages(query)
+        return top if pattern and messages and self.matcher.reworded_tail(pattern, messages) else None
