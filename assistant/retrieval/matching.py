@@ -126,10 +126,14 @@ class PatternMatcher:
         the LM response.`` before its ``LM Response: ...`` block), or cuts it off. Weaker than a match (``No
         module named 'utils'`` begins ``No module named '{name}'; '{parent}' is not a package`` too): the
         Retriever asks only when no pattern matches a message."""
-        pattern = compile_pattern(source)
-        if pattern is None or source in self.slow_patterns:
+        if source in self.slow_patterns:
             return False
-        return any(self._is_head(pattern, source, m) for m in messages)
+        # Most patterns tried spell out few of the message's words: a look at the pattern's text first, before
+        # parsing it for its literal words and compiling it.
+        text = source.lower()
+        candidates = [m for m in messages if _spells_most(text, _HEAD_WORD_RE.findall(m.lower()))]
+        pattern = compile_pattern(source) if candidates else None
+        return pattern is not None and any(self._is_head(pattern, source, m) for m in candidates)
 
     def reworded_tail(self, source: str, messages: list[str]) -> bool:
         """Whether a message, its last few words left off (at most ``TAIL_SHARE`` of them), begins what the
@@ -148,10 +152,7 @@ class PatternMatcher:
 
     def _is_head(self, pattern, source: str, message: str) -> bool:
         words = _HEAD_WORD_RE.findall(message.lower())
-        if len(words) < HEAD_MIN_WORDS:
-            return False
-        spelled = literal_words(source)
-        if sum(w in spelled for w in words) < HEAD_LITERAL_SHARE * len(words):
+        if not _spells_most(literal_words(source), words):
             return False
         return self._timed(lambda limit: _partial_head(pattern, message, limit), pattern.pattern)
 
@@ -191,6 +192,12 @@ class PatternMatcher:
             owners,
             self.timeout_s,
         )
+
+
+def _spells_most(spelled: frozenset[str] | str, words: list[str]) -> bool:
+    """Whether ``spelled`` (a pattern's literal words, or its text: a quick look) holds nearly all ``words``,
+    and they are enough to tell an error by."""
+    return len(words) >= HEAD_MIN_WORDS and sum(w in spelled for w in words) >= HEAD_LITERAL_SHARE * len(words)
 
 
 def _partial_head(pattern, message: str, limit: float) -> bool:
