@@ -424,10 +424,21 @@ def test_a_message_reworded_from_an_ingested_records_is_a_near_miss_not_another_
     assert unmatched_share(["ollama"], "curated") < 0.2  # the unshared words only
 
 
-def _with_ingested(small_kb: Path, record: dict) -> None:
+def _with_ingested(small_kb: Path, message: str, pattern: str, tags: tuple[str, ...] = ()) -> None:
+    """Adds an ingested ollama record ``0123456789abcdef`` of ``FrobnicatorError`` to ``small_kb``."""
     path = small_kb / "ollama__ollama-python.jsonl"
     lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    row = {"record": dict(lines[0]["record"], **record), "datasetVersion": lines[0].get("datasetVersion")}
+    record = dict(
+        lines[0]["record"],
+        id="0123456789abcdef",
+        errorClass="FrobnicatorError",
+        filePath="ollama/_frobnicator.py",
+        lineNumber=7,
+        errorMessage=message,
+        messagePattern=pattern,
+        tags=["ollama", "ingested", *tags],
+    )
+    row = {"record": record, "datasetVersion": lines[0].get("datasetVersion")}
     path.write_text("".join(json.dumps(line) + "\n" for line in [*lines, row]))
 
 
@@ -440,15 +451,8 @@ def test_the_first_line_of_a_message_told_over_several_finds_the_one_ingested_re
 
     _with_ingested(
         small_kb,
-        dict(
-            id="0123456789abcdef",
-            errorClass="FrobnicatorError",
-            filePath="ollama/_frobnicator.py",
-            lineNumber=7,
-            errorMessage="Gadget {name} failed to frobnicate the heater coil.\n\nCoil state: {state}\n\nWanted: {w}",
-            messagePattern=r"Gadget (.+?) failed to frobnicate the heater coil\.\s+Coil state: (.+?)\s+Wanted: (.+?)",
-            tags=["ollama", "ingested"],
-        ),
+        "Gadget {name} failed to frobnicate the heater coil.\n\nCoil state: {state}\n\nWanted: {w}",
+        r"Gadget (.+?) failed to frobnicate the heater coil\.\s+Coil state: (.+?)\s+Wanted: (.+?)",
     )
     assistant = Assistant(Settings.load(env={}, kb=[small_kb], index_dir=tmp_path / "index"), embedder=embedder)
     paste = "ollama.FrobnicatorError: Gadget g7 failed to frobnicate the heater coil.\n\nWhat does the coil state mean?"
@@ -472,15 +476,9 @@ def test_a_message_whose_last_words_an_older_release_worded_otherwise_keeps_the_
 
     _with_ingested(
         small_kb,
-        dict(
-            id="0123456789abcdef",
-            errorClass="FrobnicatorError",
-            filePath="ollama/_frobnicator.py",
-            lineNumber=7,
-            errorMessage="The gadget frobnicator failed to start on port {port} after warming up. See the journal",
-            messagePattern=r"The gadget frobnicator failed to start on port (.+?) after warming up\. See the journal",
-            tags=["ollama", "ingested", "release-first:0.1.0", "release-last:0.4.0"],
-        ),
+        "The gadget frobnicator failed to start on port {port} after warming up. See the journal",
+        r"The gadget frobnicator failed to start on port (.+?) after warming up\. See the journal",
+        ("release-first:0.1.0", "release-last:0.4.0"),
     )
     assistant = Assistant(Settings.load(env={}, kb=[small_kb], index_dir=tmp_path / "index"), embedder=embedder)
     unmatched = CONFIDENCE_FEATURES.index("message_unmatched")

@@ -148,7 +148,7 @@ class Retriever:
 
     def _patterns(self, query: Query) -> tuple[np.ndarray, np.ndarray, np.ndarray, Heads | None]:
         """Records whose pattern matches a message (with its specificity), those matching the text, and,
-        when no pattern matches a message, what to try as the messages' heads (see :meth:`_heads`)."""
+        when no pattern matches a message, what to try as the messages' heads (see PartialMessages.mark_heads)."""
         messages = pattern_messages(query)
         text = query.text[-PATTERN_TEXT_CHARS:]
         length = max((len(m) for m in messages[:1]), default=0)
