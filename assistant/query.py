@@ -50,6 +50,9 @@ _LOG_SEPARATORS_RE = re.compile(r"^[\s\]:|\-]*")
 _LOGGER_RE = re.compile(r"^(?:[a-z_][\w.]*|[A-Za-z_]\w*(?:\.\w+)+)(?::[\w<>]+)*(?::\d+)?(?:\s*(?:\s-|\s\|)\s+|\s*:\s*)")
 _FENCE_RE = re.compile(r"^\s*```[\w+-]*\s*$|```")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# A source location that pytest prints under an error (``test_sess.py:12:  def sess_level(func_level)``, the
+# fixtures of a ``ScopeMismatch``): where the message's own lines end.
+_LOCATION_LINE_RE = re.compile(r"^\S+\.py:\d+:(?:\s|$)")
 _CHAIN_MARKERS = ("During handling of the above exception", "The above exception was the direct cause")
 
 
@@ -199,6 +202,7 @@ def _error_lines(lines: list[str]) -> list[_ErrorLine]:
                     or FRAME_RE.match(lines[j])
                     or nxt.startswith(("Traceback (most recent", *_CHAIN_MARKERS))
                     or _RULE_RE.match(nxt)
+                    or _LOCATION_LINE_RE.match(nxt)
                     or _match_error_line(j, nxt) is not None
                 ):
                     break

@@ -3,6 +3,7 @@
     python benchmarks/ecosystem.py                              # httpx, its last 10 releases
     python benchmarks/ecosystem.py httpx:last:10 click:">=8.1" --workers 2
     python benchmarks/ecosystem.py --builtin --cache ~/.cache/errata/releases --index   # the built-in list
+    python benchmarks/ecosystem.py --builtin --retired spread:40 --cache ~/.cache/errata/releases  # and retired
 
 Prints per package the releases, records (raises and API changes) and records per release, and the
 build time of each run; the cold run uses a fresh cache folder, the warm one reuses it. With
@@ -37,6 +38,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--cache", type=Path, help="cache folder (default: a fresh temporary one)")
     parser.add_argument("--builtin", action="store_true", help="the built-in package list of build-ecosystem")
+    parser.add_argument("--retired", metavar="SPEC", help="older releases whose retired raises are added")
     parser.add_argument("--index", action="store_true", help="also index and measure retrieval (minutes)")
     args = parser.parse_args()
     targets = default_targets() if args.builtin else [parse_target(t) for t in args.targets]
@@ -44,14 +46,15 @@ def main() -> None:
         cache = args.cache or Path(tmp) / "cache"
         for run in ("cold", "warm"):
             started = time.perf_counter()
-            report = build_ecosystem(targets, Path(tmp) / "kb", cache=cache, workers=args.workers)
+            report = build_ecosystem(targets, Path(tmp) / "kb", cache=cache, workers=args.workers, retired=args.retired)
             seconds = time.perf_counter() - started
             for p in report.packages:
                 per_release = p["raise_records"] / p["releases"]
                 print(
                     f"{run}: {p['package']} {p['first']}..{p['last']}: {p['releases']} releases, "
                     f"{p['records']} records "
-                    f"({p['raise_records']} raises, {p['api_change_records']} API changes; "
+                    f"({p['raise_records']} raises, {p['api_change_records']} API changes, "
+                    f"{p['retired_records']} retired raises of {p['older_releases']} older releases; "
                     f"{per_release:.1f} raise records per release)"
                 )
             print(f"{run}: {report.summary()}; wall {seconds:.1f} s with {args.workers} worker(s)")

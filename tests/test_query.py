@@ -226,6 +226,10 @@ def test_a_message_pasted_as_a_paragraph_of_its_own_in_a_question():
     # A title line quotes no name: it is not a message.
     q = parse_query("Gadget queue broken after upgrade\n\nWhen I submit a job the page hangs forever. Why?")
     assert q.message is None
+    # A sentence that names a class, set apart, is a message too; a title that names one is not a sentence.
+    paste = "On some queries, rarely:\n\nAdapter GadgetAdapter failed to read the reply.\n\nThe reply was cut. Why?"
+    assert parse_query(paste).message == "Adapter GadgetAdapter failed to read the reply."
+    assert parse_query("GadgetAdapter broken on long replies\n\nIt hangs forever. Why?").message is None
 
 
 def test_a_class_or_message_told_after_a_verb_of_raising():
@@ -274,6 +278,9 @@ def test_an_error_line_whose_class_is_camel_case_words_without_an_error_suffix()
     q = parse_query(paste)
     assert (q.kind, q.exception_class) == ("message", "ScopeMismatch")
     assert q.message == "You tried to access the 'function' fixture 'f'"
+    # pytest prints the fixtures' source lines under it: where the message ends.
+    q = parse_query(paste.rstrip() + ", involved factories\ntest_x.py:12:  def sess(f)\n")
+    assert q.message == "You tried to access the 'function' fixture 'f', involved factories"
     # An environment line in a bug report is no error line.
     q = parse_query("Versions:\n\nPyTorch: 2.1.0\nGitHub: https://github.com/x/y\n\nThe app hangs at start.")
     assert q.exception_class is None

@@ -252,6 +252,29 @@ def test_build_ecosystem_on_a_process_pool_resumes_from_the_cache(toy_index, tmp
     assert [found.record.error_message for found in both] == ["No endpoint named {name}"]
 
 
+def test_older_releases_add_only_their_retired_specific_raises(toy_index, tmp_path, capsys):
+    """``--retired``: of toylib 1.0 and 1.1, only the raise 2.0 no longer has (``old_helper``'s RuntimeError);
+    not the deprecation warning 2.0 dropped, nor the raise that moved to ``send_request``; the records of
+    the recent release keep their ids."""
+    packages = tmp_path / "packages.txt"
+    packages.write_text("toylib last:1 {version}\n", encoding="utf-8")
+    argv = ["kb", "build-ecosystem", "--packages", str(packages), "--workers", "1", "--json"]
+    argv += ["--releases-cache", str(tmp_path / "cache"), "--pip-arg=--no-index", f"--pip-arg=--find-links={toy_index}"]
+    assert main([*argv, "-o", str(tmp_path / "recent")]) == 0
+    capsys.readouterr()
+    assert main([*argv, "-o", str(tmp_path / "retired"), "--retired", "spread:3"]) == 0
+    (toylib,) = json.loads(capsys.readouterr().out)["packages"]
+    assert (toylib["releases"], toylib["older_releases"], toylib["retired_records"]) == (3, 2, 1)
+    recent = [found.record for found in scan_records(tmp_path / "recent" / "acme__toylib.jsonl", strict=True)]
+    both = [found.record for found in scan_records(tmp_path / "retired" / "acme__toylib.jsonl", strict=True)]
+    (gone,) = [r for r in both if "retired" in r.tags]
+    assert [r.id for r in both if r is not gone] == [r.id for r in recent]
+    assert (gone.error_class, gone.error_message) == ("RuntimeError", "old_helper is gone, call the client directly")
+    assert "release-last:1.1" in gone.tags and "Not found in 2.0 or later" in gone.documentation
+    assert gone.github_url.startswith("https://github.com/acme/toylib/blob/1.1/toylib/legacy.py")
+    assert not by_pattern([gone], "DeprecationWarning: The 'proxies' argument is deprecated. Use 'proxy' instead.")
+
+
 @pytest.mark.skipif(importlib.util.find_spec("ray") is not None, reason="ray is installed")
 def test_ray_without_ray_says_what_to_install(tmp_path, capsys):
     packages = tmp_path / "packages.txt"

@@ -117,6 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ADDRESS",
         help="run the tasks on a Ray cluster ('auto'; 'local': start one here)",
     )
+    e.add_argument(
+        "--retired",
+        metavar="SPEC",
+        help="also read these older releases ('spread:40') and add the raises none of the recent ones has",
+    )
     e.add_argument("--json", action="store_true", help="print the report as JSON")
     e.add_argument("-v", "--verbose", action="store_true")
     _add_releases_flags(e, ingest=False)

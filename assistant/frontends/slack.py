@@ -247,22 +247,26 @@ class SlackBot:
             placeholder = client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=LOOKING_TEXT)["ts"]
             answer = self._draft(client, channel, placeholder, text)
             messages = split_messages(answer_blocks(answer, text))
-            last_ts = placeholder
-            for i, blocks in enumerate(messages):
-                if i == 0:
-                    client.chat_update(channel=channel, ts=placeholder, text=fallback_text(blocks), blocks=blocks)
-                else:
-                    reply = client.chat_postMessage(
-                        channel=channel, thread_ts=thread_ts, text=fallback_text(blocks), blocks=blocks
-                    )
-                    last_ts = reply["ts"]
             exchange = Exchange(
                 query=text,
                 answer=answer.text,
                 record_ids=tuple(c.record_id for c in answer.citations),
                 context=f"{channel}/{thread_ts or placeholder}",
             )
-            self._exchanges.put((channel, last_ts), exchange)
+            # The buttons sit on the last message; the exchange is kept under it before it is shown, so a
+            # click that comes at once finds it (else the click reads the answer back from the message).
+            for i, blocks in enumerate(messages):
+                last = i == len(messages) - 1
+                if i == 0:
+                    if last:
+                        self._exchanges.put((channel, placeholder), exchange)
+                    client.chat_update(channel=channel, ts=placeholder, text=fallback_text(blocks), blocks=blocks)
+                else:
+                    reply = client.chat_postMessage(
+                        channel=channel, thread_ts=thread_ts, text=fallback_text(blocks), blocks=blocks
+                    )
+                    if last:
+                        self._exchanges.put((channel, reply["ts"]), exchange)
         except Exception:
             logger.exception("answering a Slack message in %s (thread %s) failed", channel, thread_ts)
             self._apologize(client, channel, thread_ts, placeholder)

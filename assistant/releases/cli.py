@@ -49,6 +49,7 @@ def build_ecosystem_command(args: argparse.Namespace, settings: Settings) -> int
         pip_args=args.pip_args,
         workers=args.workers,
         ray_address=args.ray_address,
+        retired=args.retired,
         show_progress=sys.stderr.isatty(),
     )
     print(json.dumps(report.to_dict()) if args.json else f"{report.summary()} -> {args.output}")

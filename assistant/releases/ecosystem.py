@@ -24,6 +24,7 @@ from ..ingest.output import write_records
 from ..records import record_from_dict
 from .build import records_from_scans
 from .download import default_cache, download_release
+from .retired import retired_records
 from .scan import DEFAULT_TAG_FORMAT, Scan, cached_scan
 from .versions import resolve_versions
 
@@ -149,9 +150,13 @@ def build_ecosystem(
     pip_args: Sequence[str] = (),
     workers: int | None = None,
     ray_address: str | None = None,
+    retired: str | None = None,
     show_progress: bool = False,
 ) -> EcosystemReport:
-    """One ``<owner>__<name>.jsonl`` per package in ``output``, from every release its target names."""
+    """One ``<owner>__<name>.jsonl`` per package in ``output``, from every release its target names.
+
+    ``retired``: a SPEC (``spread:40``) of older releases whose retired raises are added (see
+    :mod:`.retired`); the releases it names that are not older than the target's are left out."""
     from tqdm.auto import tqdm
 
     started = time.perf_counter()
@@ -160,11 +165,16 @@ def build_ecosystem(
     report = EcosystemReport()
     targets = list(targets)
     tasks: list[tuple[Target, str]] = []
+    recent: dict[str, set[str]] = {}
     for target in targets:
         try:
-            tasks += [(target, v) for v in resolve_versions(target.package, target.spec, pip_args)]
+            versions = resolve_versions(target.package, target.spec, pip_args)
+            older = _older_releases(target.package, retired, versions[0], pip_args) if retired else []
         except ConfigurationError as exc:
             report.failed.append(f"{target.package}: {exc}")
+            continue
+        recent[target.package] = set(versions)
+        tasks += [(target, v) for v in [*older, *versions]]
     # A package is merged and written as soon as its last release is scanned, and its scans let go: the
     # coordinator holds the scans of the packages in progress, not of every package (2 GB at 340 releases).
     scans: dict[str, dict[str, Scan]] = {t.package: {} for t in targets}
@@ -182,22 +192,41 @@ def build_ecosystem(
             found = scans.pop(target.package)
             if found:
                 taken = {entry["file"] for entry in written.values()}
-                written[target.package] = _write_package(target, found, output, taken)
+                written[target.package] = _write_package(target, found, recent[target.package], output, taken)
     bar.close()
     report.packages = [written[t.package] for t in targets if t.package in written]
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _write_package(target: Target, found: dict[str, Scan], output: Path, taken: set[str]) -> dict[str, Any]:
+def _older_releases(package: str, spec: str, first_recent: str, pip_args: Sequence[str]) -> list[str]:
+    """The releases ``spec`` names that are older than the first recent one (none is an error only when the
+    spec itself is)."""
+    try:
+        versions = resolve_versions(package, spec, pip_args)
+    except ConfigurationError as exc:
+        if "matches" not in str(exc):
+            raise
+        return []
+    return [v for v in versions if Version(v) < Version(first_recent)]
+
+
+def _write_package(
+    target: Target, found: dict[str, Scan], recent: set[str], output: Path, taken: set[str]
+) -> dict[str, Any]:
     """Merge one package's scanned releases into its knowledge-base file; what the report says of it.
 
+    The records of the ``recent`` releases, then the retired raises of the older ones (:mod:`.retired`).
     The file is named by the repository; a second package of the same repository (gradio_client beside
     gradio) gets its own name added rather than overwriting the first one's file (``taken``).
     """
-    ordered = [found[v] for v in sorted(found, key=Version)]
+    everything = [found[v] for v in sorted(found, key=Version)]
+    ordered = [scan for scan in everything if scan["version"] in recent] or everything
+    older = [scan for scan in everything if scan["version"] not in recent]
     dicts, raises = records_from_scans(ordered, target.package)
-    records = [record_from_dict(d) for d in dicts]
+    held = {d["id"] for d in dicts}
+    gone = [d for d in retired_records(older, ordered) if d["id"] not in held]
+    records = [record_from_dict(d) for d in [*dicts, *gone]]
     repo = ordered[-1]["repo"]
     stem = repo.replace("/", "__") if "/" in repo else target.package
     path = output / f"{stem}.jsonl"
@@ -207,12 +236,14 @@ def _write_package(target: Target, found: dict[str, Scan], output: Path, taken: 
     return {
         "package": target.package,
         "repo": repo,
-        "releases": len(ordered),
+        "releases": len(everything),
         "first": ordered[0]["version"],
         "last": ordered[-1]["version"],
+        "older_releases": len(older),
         "records": len(records),
         "raise_records": raises,
-        "api_change_records": len(records) - raises,
+        "api_change_records": len(dicts) - raises,
+        "retired_records": len(gone),
         "file": str(path),
     }
 
