@@ -272,7 +272,7 @@ def _run_on_ray(tasks, cache: str, pip_args: list[str], address: str):
         raise ConfigurationError(
             "--ray needs the ray package: pip install 'errata[ray]' (or leave --ray out)"
         ) from None
-    ray.init(address=address, ignore_reinit_error=True)
+    _start_ray(ray, address)
     remote = ray.remote(release_task)
     pending = {remote.remote(t.package, v, cache, pip_args, t.tag_format, t.repo): (t, v) for t, v in tasks}
     while pending:
@@ -282,3 +282,26 @@ def _run_on_ray(tasks, cache: str, pip_args: list[str], address: str):
             yield task, ray.get(done[0])
         except Exception as exc:
             yield task, exc
+
+
+# Ray waits a fixed 30 s for a new local node's raylet to register; on a loaded 2-core machine it
+# sometimes misses that (seen in CI); a second try gives it another 30 s before --ray is refused.
+RAY_START_ATTEMPTS = 2
+
+
+def _start_ray(ray, address: str) -> None:
+    """Join the cluster at ``address``, or start one here for ``local`` (no dashboard: a scan needs none)."""
+    options: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False}
+    if address == "local":
+        options["include_dashboard"] = False
+    for attempt in range(1, RAY_START_ATTEMPTS + 1):
+        try:
+            ray.init(address=address, **options)
+            return
+        except Exception as exc:  # Ray raises plain Exception / ConnectionError for a node that won't come up
+            ray.shutdown()
+            if attempt == RAY_START_ATTEMPTS:
+                raise ConfigurationError(
+                    f"--ray {address}: Ray did not start or reach the cluster ({exc}); "
+                    "leave --ray out to scan on this machine's process pool"
+                ) from exc
