@@ -338,10 +338,13 @@ def choose_curated(entries: Sequence[tuple[RaiseKey, bool]], report: LoadReport 
     if not any(ingested for _key, ingested in entries):
         return None  # the common case, kept cheap for very large knowledge bases
     curated: dict[object, list[int]] = {}
+    curated_templates: dict[str, list[tuple[str, int]]] = {}  # "repo|class" -> (message template, position)
     for position, ((line, identity, _record_id, message), ingested) in enumerate(entries):
         if not ingested:
             for key in (("line", line), ("raise", identity), ("message", message)):
                 curated.setdefault(key, []).append(position)
+            repo, error_class, template = message.split("|", 2)
+            curated_templates.setdefault(f"{repo}|{error_class}", []).append((template, position))
     choice = CuratedChoice(keep=[])
     seen_ids: set[str] = set()
     for position, ((line, identity, record_id, message), ingested) in enumerate(entries):
@@ -350,6 +353,8 @@ def choose_curated(entries: Sequence[tuple[RaiseKey, bool]], report: LoadReport 
         if ingested:
             at_line = curated.get(("line", line), [])
             twins.update(curated.get(("raise", identity), ()), curated.get(("message", message), ()))
+            if not twins:
+                twins.update(_grown_twins(message, curated_templates))
         dropped = ingested and (bool(twins or at_line) or record_id in seen_ids)
         choice.keep.append(not dropped)
         # The same line in another release is often another raise: it inherits only when reworded a little.
@@ -365,6 +370,24 @@ def choose_curated(entries: Sequence[tuple[RaiseKey, bool]], report: LoadReport 
     if not all(choice.keep):
         logger.info("%d ingested record(s) gave way to curated records of the same raise", choice.keep.count(False))
     return choice
+
+
+def _grown_twins(message: str, curated_templates: dict[str, list[tuple[str, int]]]) -> list[int]:
+    """Curated records of the same library and class whose message begins with this one's, or this one's
+    with theirs: one raise whose message a release gave a tail or cut one (fastapi 0.83's ``Invalid args
+    for response field! ... field type`` grew ``. If you are using a return type annotation ...``). Only
+    a beginning with more literal words than a generic template is trusted to name one raise."""
+    from .retrieval.signals import GENERIC_WORDS, message_words
+
+    repo, error_class, template = message.split("|", 2)
+    twins = []
+    for other, position in curated_templates.get(f"{repo}|{error_class}", ()):
+        shorter, longer = sorted((template, other), key=len)
+        if not longer.startswith(shorter) or len(message_words(shorter)) <= GENERIC_WORDS:
+            continue
+        if len(longer) == len(shorter) or not longer[len(shorter)].isalnum():
+            twins.append(position)
+    return twins
 
 
 def _reworded(message_identity: str, other: str) -> bool:

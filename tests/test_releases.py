@@ -338,3 +338,23 @@ def test_build_ecosystem_on_a_local_ray_cluster_gives_the_process_pools_records(
     assert on_ray["records"] == on_pool["records"] > 0
     ray_file = (tmp_path / "ray" / "acme__toylib.jsonl").read_text()
     assert ray_file == (tmp_path / "pool" / "acme__toylib.jsonl").read_text()
+
+
+def test_a_raise_only_older_releases_had_takes_the_renamed_repositorys_name():
+    """fastapi's older releases name tiangolo/fastapi: a raise only they had is still fastapi/fastapi's, so
+    a curated fastapi record of it wins over it (it had outranked the curated record)."""
+    from assistant.releases.ecosystem import _under_one_repository
+    from assistant.releases.merge import merge_scans
+
+    old = _entry(10)
+    url = "https://github.com/old-owner/toylib/blob/1.0/toylib/paths.py#L10"
+    old["record"] = dict(old["record"], repo="old-owner/toylib", githubUrl=url)
+    scans = [
+        {"version": "1.0", "repo": "old-owner/toylib", "name": "toylib", "entries": [old]},
+        {"version": "1.1", "repo": "toy/toylib", "name": "toylib", "entries": []},
+    ]
+    assert merge_scans(scans)[0]["repo"] == "old-owner/toylib"
+    (gone,) = merge_scans(_under_one_repository(scans, recent={"1.1"}))
+    assert gone["repo"] == "toy/toylib"
+    assert gone["githubUrl"] == "https://github.com/toy/toylib/blob/1.0/toylib/paths.py#L10"
+    assert scans[0]["entries"][0]["record"]["repo"] == "old-owner/toylib"  # the cached scans are not changed

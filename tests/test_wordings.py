@@ -143,3 +143,46 @@ def test_wordings_are_combined_only_while_the_pattern_stays_bounded():
     assert re.search(combined, "Exceeded maximum retries (1) for validation")
     assert re.search(combined, "Exceeded maximum output retries (3)")
     assert not re.search(combined, "`Agent(result_type=...)` is deprecated, use `output_type")
+
+
+def _long_curated(kb) -> dict:
+    """A curated smolagents record whose message has many literal words and no placeholder."""
+    from assistant.retrieval.signals import message_words
+
+    rows = read_lines(kb / "huggingface__smolagents.jsonl")
+    return next(
+        r["record"]
+        for r in rows
+        if "{" not in r["record"]["errorMessage"] and len(message_words(r["record"]["errorMessage"])) >= 8
+    )
+
+
+def _elsewhere(curated: dict, message: str) -> dict:
+    """An ingested record of the curated record's library and class, in another file and at another line."""
+    pattern = re.escape(message)
+    return dict(curated, id="0123456789abcdef", filePath="smolagents/_older.py", lineNumber=7,
+                errorMessage=message, messagePattern=pattern, tags=["ingested"])
+
+
+@pytest.mark.parametrize("change", ["cut", "grown"])
+def test_an_ingested_raise_whose_message_a_release_cut_or_grew_gives_way_to_the_curated_one(small_kb, change):
+    """fastapi 0.83's ``Invalid args for response field! ... field type`` grew a tail in 0.89: the older
+    release's record, in another file, is still the curated raise and must not outrank it."""
+    curated = _long_curated(small_kb)
+    words = curated["errorMessage"].split()
+    message = " ".join(words[:-2]) if change == "cut" else curated["errorMessage"] + " See the docs for more."
+    (small_kb / "older").mkdir()
+    write_lines(small_kb / "older" / "smolagents.jsonl", [{"record": _elsewhere(curated, message)}])
+    report = LoadReport()
+    records = load_records(small_kb, report=report)
+    assert report.superseded == 1 and "0123456789abcdef" not in {r.id for r in records}
+
+
+def test_an_ingested_raise_sharing_only_a_generic_beginning_with_a_curated_one_stays(small_kb):
+    curated = _long_curated(small_kb)
+    message = " ".join(curated["errorMessage"].split()[:2])  # two words: as generic as "cannot import name"
+    (small_kb / "older").mkdir()
+    write_lines(small_kb / "older" / "smolagents.jsonl", [{"record": _elsewhere(curated, message)}])
+    report = LoadReport()
+    records = load_records(small_kb, report=report)
+    assert report.superseded == 0 and "0123456789abcdef" in {r.id for r in records}

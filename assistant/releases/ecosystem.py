@@ -220,7 +220,7 @@ def _write_package(
     The file is named by the repository; a second package of the same repository (gradio_client beside
     gradio) gets its own name added rather than overwriting the first one's file (``taken``).
     """
-    everything = [found[v] for v in sorted(found, key=Version)]
+    everything = _under_one_repository([found[v] for v in sorted(found, key=Version)], recent)
     ordered = [scan for scan in everything if scan["version"] in recent] or everything
     older = [scan for scan in everything if scan["version"] not in recent]
     dicts, raises = records_from_scans(ordered, target.package)
@@ -246,6 +246,28 @@ def _write_package(
         "retired_records": len(gone),
         "file": str(path),
     }
+
+
+def _under_one_repository(scans: list[Scan], recent: set[str]) -> list[Scan]:
+    """The scans (oldest first) with the repository of the newest recent release in place of any older name:
+    a renamed repository (``tiangolo/fastapi`` before ``fastapi/fastapi``), or an old release whose metadata
+    named none, is one raise's identity across releases; GitHub forwards a renamed repository's links."""
+    newest = next((scan for scan in reversed(scans) if scan["version"] in recent), scans[-1])
+    repo = newest["repo"]
+    renamed = []
+    for scan in scans:
+        old = scan["repo"]
+        if old == repo or repo.startswith("local/"):  # no repository known for the newest: nothing to agree on
+            renamed.append(scan)
+            continue
+        entries = []
+        for entry in scan["entries"]:
+            record = {**entry["record"], "repo": repo}
+            if record.get("githubUrl"):
+                record["githubUrl"] = record["githubUrl"].replace(f"github.com/{old}/", f"github.com/{repo}/", 1)
+            entries.append({**entry, "record": record})
+        renamed.append({**scan, "repo": repo, "entries": entries})
+    return renamed
 
 
 def _run(tasks, cache: str, pip_args: list[str], workers: int | None, ray_address: str | None):
