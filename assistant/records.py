@@ -375,19 +375,15 @@ def choose_curated(entries: Sequence[tuple[RaiseKey, bool]], report: LoadReport 
 def _grown_twins(message: str, curated_templates: dict[str, list[tuple[str, int]]]) -> list[int]:
     """Curated records of the same library and class whose message begins with this one's, or this one's
     with theirs: one raise whose message a release gave a tail or cut one (fastapi 0.83's ``Invalid args
-    for response field! ... field type`` grew ``. If you are using a return type annotation ...``). Only
-    a beginning with more literal words than a generic template is trusted to name one raise."""
-    from .retrieval.signals import GENERIC_WORDS, message_words
+    for response field! ... field type`` grew ``. If you are using a return type annotation ...``)."""
+    from .releases.identity import one_begins_the_other
 
     repo, error_class, template = message.split("|", 2)
-    twins = []
-    for other, position in curated_templates.get(f"{repo}|{error_class}", ()):
-        shorter, longer = sorted((template, other), key=len)
-        if not longer.startswith(shorter) or len(message_words(shorter)) <= GENERIC_WORDS:
-            continue
-        if len(longer) == len(shorter) or not longer[len(shorter)].isalnum():
-            twins.append(position)
-    return twins
+    return [
+        position
+        for other, position in curated_templates.get(f"{repo}|{error_class}", ())
+        if one_begins_the_other(template, other)
+    ]
 
 
 def _reworded(message_identity: str, other: str) -> bool:

@@ -73,6 +73,20 @@ def identity_id(identity: str) -> str:
     return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
 
 
+# A message template that begins another is one raise cut or grown only past this many words of its own.
+GROWN_FROM_WORDS = 4
+_TEMPLATE_WORD_RE = re.compile(r"[a-z][a-z0-9_]+")
+
+
+def one_begins_the_other(a: str, b: str) -> bool:
+    """Whether one message template (:func:`message_template`) begins the other at a word boundary with at
+    least ``GROWN_FROM_WORDS`` words of its own text: one raise whose message a release cut or grew."""
+    shorter, longer = sorted((a, b), key=len)
+    if not longer.startswith(shorter) or len(_TEMPLATE_WORD_RE.findall(shorter.replace("{}", " "))) < GROWN_FROM_WORDS:
+        return False
+    return len(longer) == len(shorter) or not longer[len(shorter)].isalnum()
+
+
 def similarity(a: str, b: str) -> float:
     """How alike two message templates are (0..1), for matching a reworded message to its earlier self."""
     return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
