@@ -464,6 +464,34 @@ def test_the_first_line_of_a_message_told_over_several_finds_the_one_ingested_re
     assert cut.hits[0].record.id == "0123456789abcdef" and "pattern" in cut.hits[0].why
 
 
+def test_an_error_told_inside_a_message_does_not_make_its_template_look_unspecific(small_kb, tmp_path, embedder):
+    """A message that ends with another error's text (datasets' ``... on the Hugging Face Hub either:
+    FileNotFoundError: ...``): the template pins every word of its own, so the one ingested record whose
+    pattern matches it ranks without the offset, however long the inner error is."""
+    from assistant import Assistant, Settings
+    from assistant.retrieval.partial_messages import own_length
+
+    _with_ingested(
+        small_kb,
+        "Couldn't reach the gadget frobnicator at {url} or at its mirror either: {type(e).__name__}: {e}",
+        r"Couldn't reach the gadget frobnicator at (.+?) or at its mirror either: (.+?):",
+    )
+    assistant = Assistant(Settings.load(env={}, kb=[small_kb], index_dir=tmp_path / "index"), embedder=embedder)
+    inner = (
+        "ConnectionError: HTTPConnectionPool(host='mirror.local', port=80): Max retries exceeded with url: /frob "
+        "(Caused by NewConnectionError('<urllib3.connection.HTTPConnection object at 0x7f3>: Failed to establish "
+        "a new connection: [Errno 111] Connection refused'))"
+    )
+    message = f"Couldn't reach the gadget frobnicator at http://frob.local or at its mirror either: {inner}"
+    assert own_length(message) == len(message) - len(inner)
+    assert own_length("Invalid value: expected a number") == len("Invalid value: expected a number")
+    scored = assistant.retriever.score(assistant.parse(f"ollama.FrobnicatorError: {message}"))
+    (row,) = [j for j in range(len(scored.scores)) if assistant.records[scored.position(j)].id == "0123456789abcdef"]
+    assert not scored.is_offset(row)
+    _query, retrieval = assistant.retrieve(f"ollama.FrobnicatorError: {message}", 3)
+    assert retrieval.hits[0].record.id == "0123456789abcdef"
+
+
 def test_a_message_whose_last_words_an_older_release_worded_otherwise_keeps_the_rewording_allowance(
     small_kb, tmp_path, embedder
 ):

@@ -274,6 +274,14 @@ def test_older_releases_add_only_their_retired_specific_raises(toy_index, tmp_pa
     assert gone.github_url.startswith("https://github.com/acme/toylib/blob/1.1/toylib/legacy.py")
     assert not by_pattern([gone], "DeprecationWarning: The 'proxies' argument is deprecated. Use 'proxy' instead.")
 
+    # A raise 2.0 still has, reworded since 1.0, answers 1.0's wording too, and says which releases had it.
+    old_wording = "ValueError: Invalid timeout -1: must be positive"
+    assert not by_pattern(recent, old_wording)
+    (followed,) = by_pattern(both, old_wording)
+    assert followed.error_message == "Invalid timeout {timeout}: it must be a positive number"
+    assert 'Older releases\' wording: "Invalid timeout {timeout}: must be positive" (1.0).' in followed.documentation
+    assert "reworded" in followed.tags and toylib["older_wordings"] == 1
+
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is not None, reason="ray is installed")
 def test_ray_without_ray_says_what_to_install(tmp_path, capsys):
@@ -358,3 +366,35 @@ def test_a_raise_only_older_releases_had_takes_the_renamed_repositorys_name():
     assert gone["repo"] == "toy/toylib"
     assert gone["githubUrl"] == "https://github.com/toy/toylib/blob/1.0/toylib/paths.py#L10"
     assert scans[0]["entries"][0]["record"]["repo"] == "old-owner/toylib"  # the cached scans are not changed
+
+
+def test_a_raise_gone_from_its_function_but_raised_elsewhere_in_recent_releases_is_not_retired():
+    """langgraph 0.2's ``recursion_limit must be at least 1`` is 1.2's too, from rewritten code the merge
+    does not follow: the recent record answers it, and a retired twin beside it only splits the answer.
+    A specific message only older releases raise is retired; a snake_case name makes three words specific."""
+    from assistant.releases.retired import older_raises
+
+    def entry(message: str, file: str, qualname: str) -> dict:
+        found = _entry(10)
+        record = dict(found["record"], errorMessage=message, messagePattern=message, filePath=file)
+        return {"record": record, "qualname": qualname}
+
+    limit = "recursion_limit must be at least 1"
+    gone = "Both invocation_id and new_message are None."
+    scans = [
+        {
+            "version": "1.0",
+            "repo": "toy/toylib",
+            "name": "toylib",
+            "entries": [entry(limit, "toylib/pregel.py", "invoke"), entry(gone, "toylib/runner.py", "run")],
+        },
+        {
+            "version": "2.0",
+            "repo": "toy/toylib",
+            "name": "toylib",
+            "entries": [entry(limit, "toylib/_internal/_config.py", "ensure_config")],
+        },
+    ]
+    found = older_raises(scans[:1], scans[1:])
+    assert [r["errorMessage"] for r in found.retired] == [gone]
+    assert "retired" in found.retired[0]["tags"] and "release-last:1.0" in found.retired[0]["tags"]

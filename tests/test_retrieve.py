@@ -16,7 +16,7 @@ from assistant.records import load_records
 from assistant.retrieval import Retriever
 from assistant.retrieval.features import FEATURES
 from assistant.retrieval.matching import PatternMatcher, retyped_variant
-from assistant.retrieval.signals import library_names, literal_chars, message_words
+from assistant.retrieval.signals import is_generic_message, library_names, literal_chars, message_words
 from assistant.retrieval.weights import FittedWeights, load_weights
 from tests.conftest import DEV_SET, write_lines
 
@@ -280,6 +280,17 @@ def test_literal_chars_measures_how_specific_a_pattern_is():
     assert literal_chars(r"Invalid gadget mode \w+") == len("Invalid gadget mode ")
     assert literal_chars(r".*") == 0
     assert literal_chars(r"got \(\d+\) items?") == len("got () item")
+
+
+def test_a_template_with_a_name_from_code_is_not_generic():
+    """A few words are a generic template (one answers only where its library is in play), unless one is a
+    snake_case name from the library's code."""
+    assert is_generic_message("'{obj}' object has no attribute '{name}'")
+    assert is_generic_message("cannot import name '{name}'")
+    assert is_generic_message("read_network")  # a single word, however it is named
+    assert not is_generic_message("Both invocation_id and new_message are None.")
+    assert not is_generic_message("num_proc {num_proc} must be an integer > 0.")
+    assert not is_generic_message("Invalid timeout {timeout}: it must be a positive number")  # many words
 
 
 def test_library_names_keep_import_names_apart():

@@ -53,4 +53,3 @@ def extract_wordings(curated_kb: Sequence[Path], ingested_kb: Sequence[Path], ou
         write_records(output / name, sorted(chosen, key=lambda r: r.id))
         report.files[name] = len(chosen)
     return report
-

@@ -24,7 +24,7 @@ from ..ingest.output import write_records
 from ..records import record_from_dict
 from .build import records_from_scans
 from .download import default_cache, download_release
-from .retired import retired_records
+from .retired import older_raises, with_older_wordings
 from .scan import DEFAULT_TAG_FORMAT, Scan, cached_scan
 from .versions import resolve_versions
 
@@ -224,8 +224,10 @@ def _write_package(
     ordered = [scan for scan in everything if scan["version"] in recent] or everything
     older = [scan for scan in everything if scan["version"] not in recent]
     dicts, raises = records_from_scans(ordered, target.package)
+    found = older_raises(older, ordered)
+    dicts = with_older_wordings(dicts, found)
     held = {d["id"] for d in dicts}
-    gone = [d for d in retired_records(older, ordered) if d["id"] not in held]
+    gone = [d for d in found.retired if d["id"] not in held]
     records = [record_from_dict(d) for d in [*dicts, *gone]]
     repo = ordered[-1]["repo"]
     stem = repo.replace("/", "__") if "/" in repo else target.package
@@ -244,6 +246,7 @@ def _write_package(
         "raise_records": raises,
         "api_change_records": len(dicts) - raises,
         "retired_records": len(gone),
+        "older_wordings": len(found.wordings),
         "file": str(path),
     }
 

@@ -20,7 +20,7 @@ from .scan import Scan
 
 RELEASE_FIRST = "release-first:"
 RELEASE_LAST = "release-last:"
-_MARKER = "(Extracted from the source code; not reviewed.)"
+MARKER = "(Extracted from the source code; not reviewed.)"
 
 
 def release_tags(first: str, last: str) -> list[str]:
@@ -36,7 +36,7 @@ def releases_of(tags: Sequence[str]) -> tuple[str | None, str | None]:
 
 
 @dataclass
-class _Track:
+class Track:
     """One raise followed through the releases: its entry in each release that has it."""
 
     identity: str
@@ -55,7 +55,7 @@ def _keys(entry: dict[str, Any]) -> tuple[str, str, str, str, str]:
     )
 
 
-def match_release(tracks: list[_Track], entries: list[dict[str, Any]], version: str, repo: str) -> None:
+def match_release(tracks: list[Track], entries: list[dict[str, Any]], version: str, repo: str) -> None:
     """Add one release's entries to ``tracks``: same raise first, then moved to another file, then in a
     renamed function, then reworded in the same function; what is left starts a new track."""
     free = sorted(tracks, key=lambda t: -len(t.seen))  # raises seen longest first
@@ -66,7 +66,7 @@ def match_release(tracks: list[_Track], entries: list[dict[str, Any]], version: 
         lambda k: (k[0], k[2], k[3], k[4]),  # its function renamed
     )
     for key_of in passes:
-        waiting: dict[Any, list[_Track]] = {}
+        waiting: dict[Any, list[Track]] = {}
         for track in free:
             key = key_of(_keys(track.last_entry))
             if key is not None:
@@ -108,19 +108,25 @@ def match_release(tracks: list[_Track], entries: list[dict[str, Any]], version: 
             n += 1
             identity = f"{base}#{n}"
         known.add(identity)
-        track = _Track(identity)
+        track = Track(identity)
         _see(track, version, entry)
         tracks.append(track)
 
 
-def _see(track: _Track, version: str, entry: dict[str, Any]) -> None:
+def _see(track: Track, version: str, entry: dict[str, Any]) -> None:
     track.seen[version] = entry
     track.last_entry = entry
 
 
 def merge_scans(scans: Sequence[Scan]) -> list[dict[str, Any]]:
     """One record dict per raise found in any of ``scans`` (given oldest release first)."""
-    tracks: list[_Track] = []
+    return [record for _track, record in merged_tracks(scans)]
+
+
+def merged_tracks(scans: Sequence[Scan]) -> list[tuple[Track, dict[str, Any]]]:
+    """Each raise followed through ``scans`` (oldest release first) with its record: what
+    :func:`merge_scans` returns, and the entries each release had (for :mod:`.retired`)."""
+    tracks: list[Track] = []
     versions = [scan["version"] for scan in scans]
     for scan in scans:
         match_release(tracks, scan["entries"], scan["version"], scan["repo"])
@@ -130,10 +136,10 @@ def merge_scans(scans: Sequence[Scan]) -> list[dict[str, Any]]:
         slugs[record["slug"]] += 1
         if slugs[record["slug"]] > 1:
             record["slug"] = f"{record['slug']}-{slugs[record['slug']]}"
-    return records
+    return list(zip(tracks, records, strict=True))
 
 
-def merged_record(track: _Track, versions: Sequence[str], package: str) -> dict[str, Any]:
+def merged_record(track: Track, versions: Sequence[str], package: str) -> dict[str, Any]:
     """The newest entry's record, with the track's id, every wording's pattern, and its releases."""
     seen = [v for v in versions if v in track.seen]
     newest = dict(track.seen[seen[-1]]["record"])
@@ -155,18 +161,20 @@ def merged_record(track: _Track, versions: Sequence[str], package: str) -> dict[
         text += "."
     if newest.get("githubUrl"):
         text += f" The link points at tag `{newest['analyzedSha']}` (a tag name guessed from the version)."
-    documentation = newest["documentation"]
-    if documentation.endswith(_MARKER):
-        documentation = f"{documentation[: -len(_MARKER)]}{text} {_MARKER}"
-    else:
-        documentation = f"{documentation} {text}"
     newest.update(
         id=identity_id(track.identity),
         messagePattern=combine_bounded(list(patterns)),
-        documentation=documentation,
+        documentation=told_before_marker(newest["documentation"], text),
         tags=list(dict.fromkeys([*newest["tags"], *release_tags(seen[0], seen[-1]), *[REWORDED_TAG][: bool(earlier)]])),
     )
     return newest
+
+
+def told_before_marker(documentation: str, text: str) -> str:
+    """``documentation`` with ``text`` added, before the note that it was extracted, not reviewed."""
+    if documentation.endswith(MARKER):
+        return f"{documentation[: -len(MARKER)]}{text} {MARKER}"
+    return f"{documentation} {text}"
 
 
 def sorted_as(items: Sequence[str], order: Sequence[str]) -> list[str]:

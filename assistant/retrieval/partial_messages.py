@@ -31,6 +31,9 @@ HEAD_DEPTH = 20
 
 _CUT_RE = re.compile(r"\s*(?:\.\.\.|\u2026)$")
 _WINERROR_RE = re.compile(r"\[WinError (\d+)\]")
+# Another error told inside a message (datasets' ``... on the Hugging Face Hub either: FileNotFoundError:
+# Unable to resolve ...``, its ``{type(e1).__name__}: {e1}``): from there on the text is that error's.
+_TOLD_ERROR_RE = re.compile(r"[\s:(](?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): ")
 _PATTERN_MESSAGE = FEATURES.index("pattern_message")
 _PATTERN_SPECIFICITY = FEATURES.index("pattern_specificity")
 _PATTERN_TEXT = FEATURES.index("pattern_text")
@@ -46,6 +49,14 @@ def pattern_messages(query: Query) -> list[str]:
     messages = [_CUT_RE.sub("", m[:PATTERN_MESSAGE_CHARS]) for m in messages]
     # Windows prints an OSError's code as ``[WinError 10061]`` where patterns expect ``[Errno N]``.
     return messages + [_WINERROR_RE.sub(r"[Errno \1]", m) for m in messages if "[WinError " in m]
+
+
+def own_length(message: str) -> int:
+    """How long ``message`` is up to an error it tells of its own: the length a pattern's literal text is a
+    share of (``pattern_specificity``). The inner error's text fills the template's last placeholder; counted
+    in, it made a template that pins every word of its own look unspecific."""
+    told = _TOLD_ERROR_RE.search(message, 1)
+    return told.start() + 1 if told else len(message)
 
 
 def matching_alone(features: np.ndarray, curated: np.ndarray, generic: np.ndarray) -> np.ndarray:

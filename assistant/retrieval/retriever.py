@@ -58,7 +58,7 @@ from .features import Found, Heads, Scored, bm25_sum, piece_cosines, why
 from .matching import COMPILED_PATTERNS, PATTERN_TEXT_CHARS, PatternMatcher
 from .mentions import LibraryMentions, library_aliases
 from .ownership import PythonOwnership
-from .partial_messages import PartialMessages, matching_alone, pattern_messages
+from .partial_messages import PartialMessages, matching_alone, own_length, pattern_messages
 from .pattern_owners import pattern_owners
 from .patterns import text_words
 from .signals import SignalIndex, message_words, path_tail, tokenize
@@ -151,7 +151,7 @@ class Retriever:
         when no pattern matches a message, what to try as the messages' heads (see PartialMessages.mark_heads)."""
         messages = pattern_messages(query)
         text = query.text[-PATTERN_TEXT_CHARS:]
-        length = max((len(m) for m in messages[:1]), default=0)
+        length = max((own_length(m) for m in messages[:1]), default=0)
         on_message: list[int] = []  # distinct patterns
         on_text: list[int] = []
         index = self.signals.pattern_index

@@ -30,8 +30,9 @@ from .patterns import PatternIndex
 if TYPE_CHECKING:
     import bm25s
 
-FORMAT = 6  # 2: generic_ingested; 3: Python's modules' path tails; 4: ingested; 5: None/True/False not words;
-# 6: the words every alternative of a pattern's alternation holds file it (patterns.required_words)
+FORMAT = 7  # 2: generic_ingested; 3: Python's modules' path tails; 4: ingested; 5: None/True/False not words;
+# 6: the words every alternative of a pattern's alternation holds file it (patterns.required_words);
+# 7: a generic template has no snake_case name (is_generic_message)
 _PYTHON_LIB_DIR_RE = re.compile(r"Lib|python\d+(?:\.\d+)*")
 # Only this much of a message is read for its literal words (the Retriever reads queries the same way).
 MESSAGE_CHARS = 2_000
@@ -88,6 +89,17 @@ def message_words(message: str) -> frozenset[str]:
     text = _PLACEHOLDER_RE.sub(" ", message[:MESSAGE_CHARS])
     text = _VALUE_RE.sub(" ", _QUOTED_RE.sub(" ", text))
     return frozenset(w for w in _MESSAGE_WORD_RE.findall(text.lower()) if w not in _STOPWORDS)
+
+
+def is_generic_message(message: str) -> bool:
+    """Whether an ingested record's message is a generic template (see ``GENERIC_WORDS``): a few literal
+    words, none of them a name from code. A snake_case name (``invocation_id``, ``num_proc``) is the
+    library's own, so ``Both invocation_id and new_message are None.`` is not the kind of template that
+    matches messages of any library."""
+    words = message_words(message)
+    if len(words) > GENERIC_WORDS:
+        return False
+    return len(words) < 2 or not any("_" in word.strip("_") for word in words)
 
 
 def path_tail(path: str) -> str:
@@ -331,11 +343,10 @@ class SignalIndex:
             repos.add((r.repo,))
             message_tokens.add(message_text(r))
             all_tokens.add(all_text(r))
-            literal = message_words(r.error_message)
-            words.add(literal)
+            words.add(message_words(r.error_message))
             if INGESTED_TAG in r.tags:
                 ingested.append(len(ids) - 1)
-                if len(literal) <= GENERIC_WORDS:
+                if is_generic_message(r.error_message):
                     generic.append(len(ids) - 1)
             libraries.add(r)
         bm25_message = bm25s.BM25()
