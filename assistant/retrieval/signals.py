@@ -96,7 +96,11 @@ def is_generic_message(message: str) -> bool:
     words, none of them a name from code. A snake_case name (``invocation_id``, ``num_proc``) is the
     library's own, so ``Both invocation_id and new_message are None.`` is not the kind of template that
     matches messages of any library."""
-    words = message_words(message)
+    return are_generic_words(message_words(message))
+
+
+def are_generic_words(words: frozenset[str]) -> bool:
+    """:func:`is_generic_message` of a message whose literal words (:func:`message_words`) are ``words``."""
     if len(words) > GENERIC_WORDS:
         return False
     return len(words) < 2 or not any("_" in word.strip("_") for word in words)
@@ -343,10 +347,11 @@ class SignalIndex:
             repos.add((r.repo,))
             message_tokens.add(message_text(r))
             all_tokens.add(all_text(r))
-            words.add(message_words(r.error_message))
+            literal = message_words(r.error_message)
+            words.add(literal)
             if INGESTED_TAG in r.tags:
                 ingested.append(len(ids) - 1)
-                if is_generic_message(r.error_message):
+                if are_generic_words(literal):
                     generic.append(len(ids) - 1)
             libraries.add(r)
         bm25_message = bm25s.BM25()
