@@ -91,19 +91,12 @@ def message_words(message: str) -> frozenset[str]:
     return frozenset(w for w in _MESSAGE_WORD_RE.findall(text.lower()) if w not in _STOPWORDS)
 
 
-def is_generic_message(message: str) -> bool:
-    """Whether an ingested record's message is a generic template (see ``GENERIC_WORDS``): a few literal
-    words, none of them a name from code. A snake_case name (``invocation_id``, ``num_proc``) is the
-    library's own, so ``Both invocation_id and new_message are None.`` is not the kind of template that
-    matches messages of any library."""
-    return are_generic_words(message_words(message))
-
-
-def are_generic_words(words: frozenset[str]) -> bool:
-    """:func:`is_generic_message` of a message whose literal words (:func:`message_words`) are ``words``."""
-    if len(words) > GENERIC_WORDS:
-        return False
-    return len(words) < 2 or not any("_" in word.strip("_") for word in words)
+def is_generic_message(message: str, words: frozenset[str] | None = None) -> bool:
+    """Whether an ingested record's message (its literal ``words``, when already read) is a generic template
+    (see ``GENERIC_WORDS``): a few literal words, none a snake_case name from code, which is the library's
+    own (``Both invocation_id and new_message are None.`` is not the kind that matches any library's)."""
+    words = message_words(message) if words is None else words
+    return len(words) <= GENERIC_WORDS and (len(words) < 2 or not any("_" in w.strip("_") for w in words))
 
 
 def path_tail(path: str) -> str:
@@ -351,7 +344,7 @@ class SignalIndex:
             words.add(literal)
             if INGESTED_TAG in r.tags:
                 ingested.append(len(ids) - 1)
-                if are_generic_words(literal):
+                if is_generic_message(r.error_message, literal):
                     generic.append(len(ids) - 1)
             libraries.add(r)
         bm25_message = bm25s.BM25()
