@@ -16,7 +16,8 @@ from assistant.records import load_records
 from assistant.retrieval import Retriever
 from assistant.retrieval.features import FEATURES
 from assistant.retrieval.matching import PatternMatcher, retyped_variant
-from assistant.retrieval.signals import is_generic_message, library_names, literal_chars, message_words
+from assistant.retrieval.patterns import literal_chars
+from assistant.retrieval.signals import is_generic_message, library_names, message_words
 from assistant.retrieval.weights import FittedWeights, load_weights
 from tests.conftest import DEV_SET, write_lines
 
@@ -239,6 +240,18 @@ def test_a_message_cut_short_begins_what_its_pattern_matches():
     assert not matcher.begins(r"(.+?) failed: (.+?)", ["Gadget sync with the heater failed: timeout"])
 
 
+def test_a_message_cut_short_begins_an_older_wording_its_pattern_joins():
+    """A raise's wordings across releases are one alternation: a paste of the older one, cut before its
+    last words, begins it as it would begin that wording's own pattern."""
+    matcher = PatternMatcher()
+    older = r"It is not permitted to call other gadgets than the ones defined in previous code \(tried (.+?)\)\."
+    pattern = rf"(?:Forbidden gadget call: '(.+?)' is not among the allowed gadgets|{older})"
+    cut = "It is not permitted to call other gadgets than the ones defined in previous code"
+    assert matcher.begins(older, [cut])
+    assert matcher.begins(pattern, [cut])
+    assert not matcher.begins(pattern, ["It is not permitted to park other gadgets in the hall"])
+
+
 def test_a_message_whose_last_words_differ_is_the_same_error_worded_by_another_release():
     matcher = PatternMatcher()
     pattern = (
@@ -280,6 +293,10 @@ def test_literal_chars_measures_how_specific_a_pattern_is():
     assert literal_chars(r"Invalid gadget mode \w+") == len("Invalid gadget mode ")
     assert literal_chars(r".*") == 0
     assert literal_chars(r"got \(\d+\) items?") == len("got () item")
+    # An alternation pins one of its alternatives: the longest counts, not all of them together.
+    assert literal_chars(r"(?:Gadget is closed|Gadget was closed by (.+))\.") == len("Gadget was closed by .")
+    assert literal_chars(r"Cannot (open|reopen) the gadget") == len("Cannot reopen the gadget")
+    assert literal_chars(r"(?i)gadget") == len("gadget")
 
 
 def test_a_template_with_a_name_from_code_is_not_generic():

@@ -19,7 +19,8 @@ from ..records import Record
 from .candidates import among
 from .features import FEATURES, Heads
 from .matching import PATTERN_MESSAGE_CHARS, PatternMatcher
-from .signals import SignalIndex, literal_chars
+from .patterns import literal_chars
+from .signals import SignalIndex
 
 # An ingested record whose pattern's literal text is at least this share of the pasted message's length
 # (a template, not a placeholder with a word or two around it) and the only kind of record whose pattern

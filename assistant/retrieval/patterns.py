@@ -39,6 +39,54 @@ _EDGES = {
 }
 
 
+_GROUP_OPENING_RE = re.compile(r"\(\?(?:P<\w+>|[:=!]|<[=!]|[aiLmsux]+\)?)")
+_METACHARACTERS = "()[]{}|*+?.^$"
+
+
+def literal_chars(pattern: str) -> int:
+    """How many characters a regex pins down literally: a rough measure of how specific it is. An
+    alternation pins one of its alternatives, so it counts as its longest: a raise's wordings joined in one
+    pattern (``(?:A|B|C)``) are not three times as specific as one."""
+    return _literal_chars(pattern, 0)[0]
+
+
+def _literal_chars(pattern: str, i: int) -> tuple[int, int]:
+    """The literal characters of the alternatives from ``i`` to the group's end (the longest), and where
+    the scan stopped: after the closing parenthesis, or at the pattern's end."""
+    alternatives = [0]
+    while i < len(pattern):
+        c = pattern[i]
+        optional = pattern[i + 2 : i + 3] if c == "\\" else pattern[i + 1 : i + 2]
+        if c == ")":
+            return max(alternatives), i + 1
+        if c == "|":
+            alternatives.append(0)
+            i += 1
+        elif optional in ("?", "*") and c not in _METACHARACTERS:  # an optional character pins nothing
+            i += 3 if c == "\\" else 2
+        elif c == "\\" and i + 1 < len(pattern):
+            alternatives[-1] += 0 if pattern[i + 1].isalnum() else 1
+            i += 2
+        elif c == "[":
+            close = pattern.find("]", i + 2)
+            i = close + 1 if close > 0 else len(pattern)
+        elif c == "{" and re.match(r"\{\d*,?\d*\}", pattern[i:]):
+            i = pattern.find("}", i) + 1
+        elif c == "(":
+            opening = _GROUP_OPENING_RE.match(pattern, i)
+            if opening and opening.group().endswith(")"):  # inline flags, (?i): no group
+                i = opening.end()
+                continue
+            inside, i = _literal_chars(pattern, opening.end() if opening else i + 1)
+            alternatives[-1] += inside
+        elif c in _METACHARACTERS:
+            i += 1
+        else:
+            alternatives[-1] += 1
+            i += 1
+    return max(alternatives), i
+
+
 def required_words(pattern: str) -> frozenset[str]:
     """Lower-cased words that every match of ``pattern`` contains whole (bounded by non-word characters).
 
@@ -60,8 +108,18 @@ def literal_words(pattern: str) -> frozenset[str]:
         sequence = _sequence(sre_parse.parse(pattern))
     except (re.error, ValueError, OverflowError, RecursionError, TypeError):
         return frozenset()
+    return frozenset(_spelled_words(sequence))
+
+
+def _spelled_words(sequence: list) -> set[str]:
+    """The lower-cased words of a flat sequence's literal text, and of any alternative of its alternations (a
+    pattern joining a raise's wordings spells each of them)."""
     spelled = "".join(token if isinstance(token, str) else " " for token in sequence)
-    return frozenset(_TEXT_WORD.findall(spelled.lower()))
+    words = set(_TEXT_WORD.findall(spelled.lower()))
+    for token in sequence:
+        if isinstance(token, _Alternation):
+            words |= token.spelled
+    return words
 
 
 def _words_of(sequence: list) -> set[str]:
@@ -87,8 +145,10 @@ class _Alternation:
     pattern joining a raise's wordings, ``(?:Couldn't start the app ...|Couldn’t start the app ...)``)."""
 
     def __init__(self, alternatives) -> None:
-        each = [_words_of(_sequence(alternative)) for alternative in alternatives]
+        sequences = [_sequence(alternative) for alternative in alternatives]
+        each = [_words_of(sequence) for sequence in sequences]
         self.words = set.intersection(*each) if each else set()
+        self.spelled = set().union(*map(_spelled_words, sequences))
 
 
 def _sequence(items) -> list:

@@ -25,14 +25,15 @@ from ..records import INGESTED_TAG, Record
 from ..storage.diskarray import IN_MEMORY_BYTES, DiskArray
 from ..storage.postings import Postings, PostingsBuilder
 from .bm25_files import STOPWORDS_EN, SavedBM25, tokenize
-from .patterns import PatternIndex
+from .patterns import PatternIndex, literal_chars
 
 if TYPE_CHECKING:
     import bm25s
 
-FORMAT = 7  # 2: generic_ingested; 3: Python's modules' path tails; 4: ingested; 5: None/True/False not words;
+FORMAT = 8  # 2: generic_ingested; 3: Python's modules' path tails; 4: ingested; 5: None/True/False not words;
 # 6: the words every alternative of a pattern's alternation holds file it (patterns.required_words);
-# 7: a generic template has no snake_case name (is_generic_message)
+# 7: a generic template has no snake_case name (is_generic_message); 8: an alternation pins its longest
+# alternative's characters, not all of theirs (patterns.literal_chars)
 _PYTHON_LIB_DIR_RE = re.compile(r"Lib|python\d+(?:\.\d+)*")
 # Only this much of a message is read for its literal words (the Retriever reads queries the same way).
 MESSAGE_CHARS = 2_000
@@ -50,34 +51,6 @@ _MESSAGE_WORD_RE = re.compile(r"[a-z_][a-z0-9_]+")
 # like numbers: not words of the message's template.
 _STOPWORDS = frozenset(STOPWORDS_EN) | {"none", "true", "false"}
 _STOP_DIRS = frozenset({"src", "lib", "libs", "python", "packages", "utils", "tests", "test", "internal"})
-
-
-def literal_chars(pattern: str) -> int:
-    """How many characters a regex pins down literally: a rough measure of how specific it is."""
-    count = 0
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        optional = pattern[i + 2 : i + 3] if c == "\\" else pattern[i + 1 : i + 2]
-        if optional in ("?", "*") and c not in "()[]{}|*+?.^$":  # an optional character pins nothing
-            i += 3 if c == "\\" else 2
-        elif c == "\\" and i + 1 < len(pattern):
-            count += 0 if pattern[i + 1].isalnum() else 1
-            i += 2
-        elif c == "[":
-            close = pattern.find("]", i + 2)
-            i = close + 1 if close > 0 else len(pattern)
-        elif c == "{" and re.match(r"\{\d*,?\d*\}", pattern[i:]):
-            i = pattern.find("}", i) + 1
-        elif c == "(" and pattern.startswith("(?", i):
-            m = re.match(r"\(\?(?:P<\w+>|[:=!]|<[=!]|[aiLmsux]+\)?)", pattern[i:])
-            i += m.end() if m else 2
-        elif c in "()|*+?.^$":
-            i += 1
-        else:
-            count += 1
-            i += 1
-    return count
 
 
 def message_words(message: str) -> frozenset[str]:
