@@ -20,10 +20,10 @@ from .errors import (
 
 # public name -> module that defines it
 _LAZY = {
-    "Answer": ".answer",
-    "Citation": ".answer",
-    "Hit": ".answer",
-    "Retrieval": ".answer",
+    "Answer": ".answering.answer",
+    "Citation": ".answering.answer",
+    "Hit": ".answering.answer",
+    "Retrieval": ".answering.answer",
     "Assistant": ".api",
     "ask": ".api",
     "search": ".api",
@@ -32,11 +32,11 @@ _LAZY = {
     "open_index": ".index",
     "IngestReport": ".ingest",
     "ingest_to_file": ".ingest",
-    "Frame": ".frames",
-    "Query": ".query",
-    "parse_query": ".query",
-    "Record": ".records",
-    "load_records": ".records",
+    "Frame": ".parse.frames",
+    "Query": ".parse.query",
+    "parse_query": ".parse.query",
+    "Record": ".knowledge.records",
+    "load_records": ".knowledge.records",
     "Settings": ".settings",
     "install": ".frontends.excepthook",
     "load_ipython_extension": ".frontends.ipython",
@@ -88,13 +88,13 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time the names load lazily (above)
-    from .answer import Answer, Citation, Hit, Retrieval
+    from .answering.answer import Answer, Citation, Hit, Retrieval
     from .api import Assistant, ask, search
-    from .frames import Frame
     from .frontends.excepthook import install
     from .frontends.ipython import load_ipython_extension, unload_ipython_extension
     from .index import VectorStore, load_index, open_index
     from .ingest import IngestReport, ingest_to_file
-    from .query import Query, parse_query
-    from .records import Record, load_records
+    from .knowledge.records import Record, load_records
+    from .parse.frames import Frame
+    from .parse.query import Query, parse_query
     from .settings import Settings

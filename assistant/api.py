@@ -8,14 +8,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .answer import Answer, Hit, Retrieval
-from .draft import stream_answer
+from .answering.answer import Answer, Hit, Retrieval
+from .answering.draft import stream_answer
+from .answering.llm import ChatModel
 from .embedding.embedder import Embedder
 from .index import BuildReport, VectorStore
-from .knowledge_base import open_knowledge_base
-from .llm import ChatModel
-from .query import Query, parse_query
-from .records import LoadReport, Record
+from .knowledge.knowledge_base import open_knowledge_base
+from .knowledge.records import LoadReport, Record
+from .parse.query import Query, parse_query
 from .retrieval import Retriever
 from .retrieval.versions import prefer_installed
 from .settings import Settings

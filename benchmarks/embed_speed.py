@@ -27,7 +27,7 @@ import numpy as np
 
 from assistant import load_records
 from assistant.embedding.embedder import Embedder, record_text
-from assistant.query import parse_query
+from assistant.parse.query import parse_query
 from assistant.settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR, TORCH_EMBEDDER
 
 DEV_SET = BUNDLED_EVAL_DIR / "dev.jsonl"  # copied from ../shared/kb/eval by errata refresh-kb

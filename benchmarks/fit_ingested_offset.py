@@ -24,8 +24,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from assistant import Assistant, Settings  # noqa: E402
-from assistant.evaluate import load_eval_set  # noqa: E402
 from assistant.retrieval.candidates import among  # noqa: E402
+from assistant.retrieval.evaluate import load_eval_set  # noqa: E402
 from assistant.retrieval.weights import load_weights, save_weights  # noqa: E402
 from assistant.settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR  # noqa: E402
 

@@ -44,7 +44,7 @@ def main() -> None:
     from assistant import Assistant, Settings
     from assistant.embedding.embedder import Embedder
     from assistant.index import open_index
-    from assistant.records import load_records
+    from assistant.knowledge.records import load_records
 
     results: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:

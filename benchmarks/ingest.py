@@ -17,7 +17,7 @@ import statistics
 import time
 
 from assistant.ingest.raises import ingest, python_files, resolve_package
-from assistant.records import load_records
+from assistant.knowledge.records import load_records
 from assistant.settings import BUNDLED_KB_DIR
 
 

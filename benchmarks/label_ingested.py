@@ -23,8 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from assistant.frontends.local_context import record_packages  # noqa: E402
-from assistant.query import parse_query  # noqa: E402
-from assistant.records import INGESTED_TAG, Record, load_records  # noqa: E402
+from assistant.knowledge.records import INGESTED_TAG, Record, load_records  # noqa: E402
+from assistant.parse.query import parse_query  # noqa: E402
 from assistant.settings import BUNDLED_EVAL_DIR  # noqa: E402
 
 

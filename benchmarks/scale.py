@@ -58,7 +58,7 @@ from assistant.embedding.embedder import Embedder
 from assistant.index import embedding_key, load_index, open_index
 from assistant.index.ann import EXACT_LIMIT, exact_top_k, recall_at_k
 from assistant.index.cache import EMBEDDINGS_NAME, import_embeddings
-from assistant.records import Record
+from assistant.knowledge.records import Record
 from assistant.settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR, DEFAULT_EMBEDDER
 
 DEV_SET = BUNDLED_EVAL_DIR / "dev.jsonl"  # copied from ../shared/kb/eval by errata refresh-kb
@@ -179,7 +179,7 @@ def serve(index_dir: Path, model: str, out: Path, limit: int) -> None:
 
 def prepare_assistant(index_dir: Path, kb: Path, model: str, out: Path) -> None:
     """What ``errata build`` does after the vector index: the signal index and start-up snapshot."""
-    from assistant.knowledge_base import open_knowledge_base
+    from assistant.knowledge.knowledge_base import open_knowledge_base
     from assistant.settings import Settings
 
     started = time.perf_counter()
@@ -192,7 +192,7 @@ def prepare_assistant(index_dir: Path, kb: Path, model: str, out: Path) -> None:
 def serve_assistant(index_dir: Path, kb: Path, model: str, out: Path, limit: int) -> None:
     """The whole Retriever (records, patterns, BM25, vectors) in a fresh process: what a replica holds."""
     from assistant import Assistant
-    from assistant.evaluate import load_eval_set
+    from assistant.retrieval.evaluate import load_eval_set
 
     every = load_eval_set(DEV_SET)
     step = max(1, len(every) // limit)

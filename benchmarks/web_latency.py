@@ -21,7 +21,7 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 from assistant import Assistant, Settings
-from assistant.feedback import FeedbackStore
+from assistant.frontends.feedback import FeedbackStore
 from assistant.frontends.web import EXAMPLES, build_app, launch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

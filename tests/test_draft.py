@@ -1,6 +1,6 @@
 """The offline drafter, the prompt and the citation check, on real records retrieved from the real index."""
 
-from assistant.draft import (
+from assistant.answering.draft import (
     PASTE_CLOSE,
     PASTE_OPEN,
     SYSTEM_PROMPT,

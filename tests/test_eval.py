@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from assistant.evaluate import EvalSetError, evaluate, load_eval_set, write_outcomes
+from assistant.retrieval.evaluate import EvalSetError, evaluate, load_eval_set, write_outcomes
 
 PEFT_TRACEBACK = (
     "Traceback (most recent call last):\n"

@@ -18,7 +18,7 @@ import pytest
 
 from assistant import Settings
 from assistant.errors import ConfigurationError
-from assistant.feedback import FeedbackError, FeedbackStore
+from assistant.frontends.feedback import FeedbackError, FeedbackStore
 from assistant.frontends.ports import check_port_free
 from assistant.frontends.slack import SlackBot
 

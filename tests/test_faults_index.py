@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from assistant import Assistant, Settings
-from assistant.knowledge_base import SNAPSHOT_DIR
+from assistant.knowledge.knowledge_base import SNAPSHOT_DIR
 from assistant.storage.checksums import DamagedFolderError, record_checksums, verify_checksums
 
 REPO = Path(__file__).resolve().parents[1]

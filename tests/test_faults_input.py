@@ -17,7 +17,7 @@ import pytest
 
 from assistant import Settings
 from assistant.errors import KnowledgeBaseError
-from assistant.records import LoadReport, load_records
+from assistant.knowledge.records import LoadReport, load_records
 from assistant.retrieval.matching import PatternMatcher
 from assistant.storage.shelf import RecordShelf
 
@@ -73,7 +73,7 @@ def test_invalid_utf8_in_argv_answers_from_the_cli(assistant, bundled_index_dir)
 )
 def test_a_long_line_in_a_pasted_layout_parses_in_linear_time(line):
     """The traceback layouts (Rich, pytest, IPython) are read per line; none may backtrack on a long one."""
-    from assistant.query import parse_query
+    from assistant.parse.query import parse_query
 
     paste = "╭─ Traceback (most recent call last) ─╮\n" + line + "\nValueError: boom"
     started = time.process_time()

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from assistant import Assistant
-from assistant.sanitize import ReplySanitizer, sanitize_reply
+from assistant.answering.sanitize import ReplySanitizer, sanitize_reply
 
 from .openai_server import OpenAIServer, use_dummy_key
 from .openai_server import llm_assistant as llm_assistant_for

@@ -22,7 +22,7 @@ from assistant.errors import LLMError
 from assistant.ingest import ingest_to_file
 from assistant.ingest.output import EXTRACTED_TAG, read_records
 from assistant.ingest.raises import ingest
-from assistant.records import INGESTED_TAG, LoadReport, load_records, record_from_dict
+from assistant.knowledge.records import INGESTED_TAG, LoadReport, load_records, record_from_dict
 from assistant.settings import BUNDLED_KB_DIR
 from tests.openai_server import OpenAIServer
 

@@ -9,8 +9,8 @@ import time
 import pytest
 
 from assistant import Assistant, LLMError
-from assistant.draft import PASTE_CLOSE, PASTE_OPEN, SYSTEM_PROMPT
-from assistant.llm import ChatModel
+from assistant.answering.draft import PASTE_CLOSE, PASTE_OPEN, SYSTEM_PROMPT
+from assistant.answering.llm import ChatModel
 
 from .openai_server import OpenAIServer, use_dummy_key
 from .openai_server import llm_assistant as llm_assistant_for
@@ -191,7 +191,7 @@ def test_without_a_model_litellm_is_never_imported(assistant):
         "import sys\n"
         "from assistant import Settings\n"
         "from assistant.api import Assistant\n"
-        "from assistant.llm import ChatModel\n"
+        "from assistant.answering.llm import ChatModel\n"
         "assert ChatModel.from_settings(Settings.load(env={})) is None\n"
         "print('litellm' in sys.modules)\n"
     )

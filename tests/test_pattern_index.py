@@ -8,7 +8,7 @@ import pytest
 import regex
 
 from assistant import parse_query
-from assistant.records import load_records
+from assistant.knowledge.records import load_records
 from assistant.retrieval.patterns import PatternIndex, required_words, text_words
 from assistant.settings import BUNDLED_KB_DIR
 

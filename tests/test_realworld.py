@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from assistant import parse_query
-from assistant.records import load_records
+from assistant.knowledge.records import load_records
 from assistant.settings import BUNDLED_KB_DIR
 
 REALWORLD = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "realworld.jsonl"

@@ -4,7 +4,7 @@ import logging
 import pytest
 
 from assistant import KnowledgeBaseError, load_records
-from assistant.records import LoadReport
+from assistant.knowledge.records import LoadReport
 from assistant.settings import BUNDLED_KB_DIR
 
 from .conftest import read_lines, write_lines

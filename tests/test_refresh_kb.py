@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from assistant.errors import KnowledgeBaseError
-from assistant.knowledge_base import refresh_bundled_kb
+from assistant.knowledge.knowledge_base import refresh_bundled_kb
 from assistant.settings import BUNDLED_KB_DIR
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from assistant.frontends.cli import main
-from assistant.records import scan_records
+from assistant.knowledge.records import scan_records
 from assistant.releases.archive import read_archive
 from assistant.releases.build import ingest_releases_to_file
 from assistant.releases.download import download_release

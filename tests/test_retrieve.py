@@ -12,7 +12,7 @@ import pytest
 
 from assistant import parse_query
 from assistant.index import open_index
-from assistant.records import load_records
+from assistant.knowledge.records import load_records
 from assistant.retrieval import Retriever
 from assistant.retrieval.features import FEATURES
 from assistant.retrieval.matching import PatternMatcher, retyped_variant

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from assistant.errors import KnowledgeBaseError
-from assistant.records import INGESTED_TAG, LoadReport, load_records
+from assistant.knowledge.records import INGESTED_TAG, LoadReport, load_records
 from assistant.settings import BUNDLED_KB_DIR
 from assistant.storage.shelf import RecordShelf
 from tests.conftest import read_lines, write_lines

@@ -23,8 +23,8 @@ import urllib.request
 import pytest
 
 from assistant import Assistant, ConfigurationError, Settings, parse_query
-from assistant.answer import Answer, Citation
-from assistant.feedback import FeedbackStore
+from assistant.answering.answer import Answer, Citation
+from assistant.frontends.feedback import FeedbackStore
 from assistant.frontends.slack import APOLOGY_TEXT, DRAFTING_TEXT, LOOKING_TEXT, SlackBot, question_text
 from assistant.frontends.slack_blocks import (
     BLOCKS_PER_MESSAGE,

@@ -9,7 +9,7 @@ import pytest
 
 from assistant import Assistant, Settings
 from assistant.errors import KnowledgeBaseError
-from assistant.knowledge_base import SNAPSHOT_DIR
+from assistant.knowledge.knowledge_base import SNAPSHOT_DIR
 from tests.conftest import read_lines, write_lines
 
 QUERIES = [

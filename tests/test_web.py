@@ -20,8 +20,8 @@ import pytest
 from gradio_client import Client
 
 from assistant import Assistant, ConfigurationError
-from assistant.feedback import FeedbackStore
 from assistant.frontends.cli import main
+from assistant.frontends.feedback import FeedbackStore
 from assistant.frontends.web import (
     EXAMPLES,
     OFFLINE,

@@ -9,8 +9,8 @@ import pytest
 
 from assistant import Assistant, Settings
 from assistant.ingest.messages import Placeholder, bounded_message_pattern, message_pattern
-from assistant.pattern_safety import unbounded_reason
-from assistant.records import LoadReport, load_records
+from assistant.knowledge.pattern_safety import unbounded_reason
+from assistant.knowledge.records import LoadReport, load_records
 from assistant.releases.earlier_wordings import extract_wordings
 from assistant.releases.patterns import combine_bounded, combine_patterns
 from assistant.storage.shelf import RecordShelf
@@ -160,8 +160,15 @@ def _long_curated(kb) -> dict:
 def _elsewhere(curated: dict, message: str) -> dict:
     """An ingested record of the curated record's library and class, in another file and at another line."""
     pattern = re.escape(message)
-    return dict(curated, id="0123456789abcdef", filePath="smolagents/_older.py", lineNumber=7,
-                errorMessage=message, messagePattern=pattern, tags=["ingested"])
+    return dict(
+        curated,
+        id="0123456789abcdef",
+        filePath="smolagents/_older.py",
+        lineNumber=7,
+        errorMessage=message,
+        messagePattern=pattern,
+        tags=["ingested"],
+    )
 
 
 @pytest.mark.parametrize("change", ["cut", "grown"])

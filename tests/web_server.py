@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assistant import Assistant
-from assistant.feedback import FeedbackStore
+from assistant.frontends.feedback import FeedbackStore
 from assistant.frontends.web import build_app, launch
 
 

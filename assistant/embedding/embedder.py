@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EmbedderError
-from ..records import Record
+from ..knowledge.records import Record
 from ..settings import DEFAULT_EMBEDDER
 from .onnx import LocalEncoder
 from .text import record_text

@@ -111,7 +111,7 @@ class OpenVinoEncoder(LocalEncoder):
 
 def calibration_texts() -> list[str]:
     """Texts like the ones embedded: every 5th bundled record's embedded text and its error line."""
-    from ..records import load_records
+    from ..knowledge.records import load_records
     from ..settings import BUNDLED_KB_DIR
     from .text import record_text
 

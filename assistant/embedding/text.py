@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..records import Record
+from ..knowledge.records import Record
 
 
 def record_text(record: Record) -> str:

@@ -260,7 +260,7 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
 @command("build")
 def _build(args: argparse.Namespace, settings: Settings) -> int:
     from ..embedding.embedder import Embedder
-    from ..knowledge_base import open_knowledge_base
+    from ..knowledge.knowledge_base import open_knowledge_base
 
     embedder = Embedder(settings.embedder, batch_size=settings.embed_batch_size)
     # The same path a server takes at start: the vector index, then the signal index saved beside it.
@@ -281,7 +281,7 @@ def _build(args: argparse.Namespace, settings: Settings) -> int:
 @command("eval")
 def _eval(args: argparse.Namespace, settings: Settings) -> int:
     from ..api import Assistant, configure_serving_threads
-    from ..evaluate import evaluate, load_eval_set, write_outcomes
+    from ..retrieval.evaluate import evaluate, load_eval_set, write_outcomes
 
     queries = load_eval_set(args.file, args.labels)
     configure_serving_threads(settings)  # latency as a server measures it
@@ -295,7 +295,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
 
 @command("refresh-kb")
 def _refresh_kb(args: argparse.Namespace, settings: Settings) -> int:
-    from ..knowledge_base import DEFAULT_SOURCE, refresh_bundled_kb
+    from ..knowledge.knowledge_base import DEFAULT_SOURCE, refresh_bundled_kb
 
     changes = refresh_bundled_kb(args.source or DEFAULT_SOURCE)
     print(changes.summary())
@@ -347,7 +347,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
 @command("feedback")
 def _feedback(args: argparse.Namespace, settings: Settings) -> int:
-    from ..feedback import FeedbackStore
+    from .feedback import FeedbackStore
 
     store = FeedbackStore(args.db or settings.feedback_db)
     count = store.export_jsonl(args.output)

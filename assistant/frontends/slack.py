@@ -25,10 +25,10 @@ from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_bolt.error import BoltError
 from slack_sdk import WebClient
 
-from ..answer import Answer
+from ..answering.answer import Answer
 from ..errors import ConfigurationError, ErrataError
-from ..feedback import FeedbackStore
 from ..settings import Settings
+from .feedback import FeedbackStore
 from .ports import check_port_free
 from .slack_blocks import (
     BLOCKS_PER_MESSAGE,

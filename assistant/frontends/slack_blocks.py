@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..answer import Answer
+from ..answering.answer import Answer
 
 SECTION_LIMIT = 3000
 BLOCKS_PER_MESSAGE = 50

@@ -18,12 +18,12 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from ..answer import Answer  # noqa: E402
+from ..answering.answer import Answer  # noqa: E402
 from ..api import OFFLINE as API_OFFLINE  # noqa: E402
 from ..api import Assistant  # noqa: E402
 from ..errors import ErrataError  # noqa: E402
-from ..feedback import FeedbackError, FeedbackStore  # noqa: E402
 from ..settings import Settings  # noqa: E402
+from .feedback import FeedbackError, FeedbackStore  # noqa: E402
 from .ports import cannot_serve  # noqa: E402
 from .web_render import MAX_SOURCES, answer_markdown, citations_json, sources_html, user_markdown  # noqa: E402
 

@@ -9,7 +9,7 @@ import html
 import re
 from typing import Any
 
-from ..answer import Answer
+from ..answering.answer import Answer
 
 MAX_SOURCES = 10
 
@@ -61,9 +61,7 @@ def _related_line(hit: Any, number: int | None) -> str:
     r = hit.record
     label = f"[{number}] " if number is not None else ""
     url = _safe_url(r.github_url)
-    link = (
-        f' · <a href="{_esc(url)}" target="_blank" rel="noopener noreferrer">code ↗</a>' if url else ""
-    )
+    link = f' · <a href="{_esc(url)}" target="_blank" rel="noopener noreferrer">code ↗</a>' if url else ""
     return (
         f'<details class="errata-related"><summary>{label}<b>{_esc(r.error_class)}</b>: '
         f"{_esc(r.error_message[:140])} <small>({_esc(r.repo)})</small>{link}</summary>"

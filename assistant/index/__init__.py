@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..embedding.embedder import Embedder
 from ..errors import ConfigurationError
-from ..records import Record
+from ..knowledge.records import Record
 from .ann import EXACT_LIMIT
 from .store import CHUNK_RECORDS, BuildReport, VectorStore, embedding_key
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..embedding.embedder import Embedder
 from ..errors import IndexBuildError
-from ..records import Record
+from ..knowledge.records import Record
 from ..storage.files import atomic_path, file_matches
 from ..storage.space import preallocate
 from .ann import ROWS_PER_STEP

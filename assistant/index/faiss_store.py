@@ -37,7 +37,7 @@ import numpy as np
 
 from ..embedding.embedder import Embedder
 from ..errors import IndexBuildError
-from ..records import Record
+from ..knowledge.records import Record
 from ..storage.files import atomic_path, build_lock, describe_file, file_matches
 from .ann import EXACT_LIMIT, build_faiss_index, index_type_for, refined_search
 from .cache import EMBEDDINGS_NAME, PARTIAL_DIR, EmbeddingCache, PartialEmbeddings, embed_into, write_embeddings

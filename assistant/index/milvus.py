@@ -23,7 +23,7 @@ import numpy as np
 
 from ..embedding.embedder import Embedder
 from ..errors import ConfigurationError, IndexBuildError
-from ..records import Record
+from ..knowledge.records import Record
 from .store import CHUNK_RECORDS, BuildReport, embed_in_chunks, embedding_key
 
 logger = logging.getLogger(__name__)

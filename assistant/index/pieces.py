@@ -35,7 +35,7 @@ import numpy as np
 from ..embedding.embedder import Embedder
 from ..embedding.text import PIECE_NAMES, piece_texts
 from ..errors import IndexBuildError
-from ..records import Record
+from ..knowledge.records import Record
 from ..storage.files import atomic_path, build_lock, describe_file, file_matches
 from .store import CHUNK_RECORDS, embed_in_chunks, text_key
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..embedding.text import record_text
 from ..embedding.threads import all_cores
-from ..records import Record
+from ..knowledge.records import Record
 
 CHUNK_RECORDS = 2048  # records embedded (and saved) per step
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from tqdm import tqdm
 
+from ..answering.llm import ChatModel, complete_text
 from ..errors import ConfigurationError, LLMError
-from ..llm import ChatModel, complete_text
-from ..records import Record, record_from_dict
+from ..knowledge.records import Record, record_from_dict
 from ..settings import Settings
 from .output import ENRICHED_TAG, EXTRACTED_TAG, IngestReport, write_records
 

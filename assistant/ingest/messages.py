@@ -12,7 +12,7 @@ import string
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..pattern_safety import unbounded_reason
+from ..knowledge.pattern_safety import unbounded_reason
 
 # A message needs this much literal text to be worth retrieving on.
 MIN_LETTERS = 10

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import KnowledgeBaseError
-from ..records import Record, parse_line
+from ..knowledge.records import Record, parse_line
 from ..storage.files import atomic_path
 
 EXTRACTED_TAG = "extracted"  # text written from the code alone, not reviewed

@@ -3,7 +3,7 @@
 ``ingest(path)`` reads every ``*.py`` file (see :mod:`assistant.extract`) and makes one record in the seed
 schema per usable raise, warning or log call. Without an LLM the documentation and trigger scenarios come
 from what the code says, and the record is tagged ``extracted``; a curated record for the same raise wins
-when both are indexed (:func:`assistant.records.prefer_curated`). ``--enrich`` hands the records to
+when both are indexed (:func:`assistant.knowledge.records.prefer_curated`). ``--enrich`` hands the records to
 :mod:`assistant.enrich`.
 """
 
@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import ConfigurationError
-from ..records import INGESTED_TAG, Record, record_from_dict
+from ..knowledge.records import INGESTED_TAG, Record, record_from_dict
 from .extract import Finding, find_in_source, package_helpers
 from .messages import WORD_RE, Part, bounded_message_pattern, literal_text, render_message
 from .output import EXTRACTED_TAG, IngestReport

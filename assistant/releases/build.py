@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ..ingest.output import ENRICHED_TAG, read_records, write_records
-from ..records import Record, record_from_dict
+from ..knowledge.records import Record, record_from_dict
 from ..settings import Settings
 from .apidiff import diff_surfaces
 from .changes import change_record

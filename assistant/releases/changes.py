@@ -13,7 +13,7 @@ from typing import Any
 
 from ..ingest.output import EXTRACTED_TAG
 from ..ingest.raises import advice
-from ..records import INGESTED_TAG
+from ..knowledge.records import INGESTED_TAG
 from .apidiff import ApiChange
 from .identity import identity_id, kebab
 from .merge import release_tags

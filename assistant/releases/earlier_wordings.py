@@ -9,8 +9,8 @@ from pathlib import Path
 
 from ..errors import KnowledgeBaseError
 from ..ingest.output import write_records
-from ..records import INGESTED_TAG, Record, choice_entry, choose_curated, scan_records
-from ..wordings import curated_samples, inherited_patterns
+from ..knowledge.records import INGESTED_TAG, Record, choice_entry, choose_curated, scan_records
+from ..knowledge.wordings import curated_samples, inherited_patterns
 from .patterns import REWORDED_TAG
 
 

@@ -21,7 +21,7 @@ from packaging.version import Version
 
 from ..errors import ConfigurationError
 from ..ingest.output import write_records
-from ..records import record_from_dict
+from ..knowledge.records import record_from_dict
 from .build import records_from_scans
 from .download import default_cache, download_release
 from .retired import older_raises, with_older_wordings

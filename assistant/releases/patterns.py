@@ -1,5 +1,5 @@
 """One pattern for every wording a raise had: what a merge over releases writes, and what a curated record
-inherits from it (:mod:`assistant.wordings`)."""
+inherits from it (:mod:`assistant.knowledge.wordings`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import re
 from collections.abc import Sequence
 
-from ..pattern_safety import unbounded_reason
+from ..knowledge.pattern_safety import unbounded_reason
 
 REWORDED_TAG = "reworded"  # the raise's message had other wordings in earlier releases
 

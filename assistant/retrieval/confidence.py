@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 
-from ..query import Query
+from ..parse.query import Query
 from .features import FEATURES, Scored
 
 # A query of fewer distinct words than this ("error", "Exception", "None", "KeyError") cannot single out
@@ -33,6 +33,7 @@ def _reworded(overlap: float) -> float:
 def too_short_to_tell(query: Query) -> bool:
     """Whether the paste holds too few words to tell one error from another."""
     return len({w.lower() for w in _WORD_RE.findall(query.text[:2_000])}) < SHORT_QUERY_WORDS
+
 
 CONFIDENCE_FEATURES = (
     "bias",

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..query import Query
-from ..records import Record
+from ..knowledge.records import Record
+from ..parse.query import Query
 from .candidates import NONE
 from .features import Found
 from .matching import PatternMatcher, compile_pattern

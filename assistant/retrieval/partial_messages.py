@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..query import Query
-from ..records import Record
+from ..knowledge.records import Record
+from ..parse.query import Query
 from .candidates import among
 from .features import FEATURES, Heads
 from .matching import PATTERN_MESSAGE_CHARS, PatternMatcher

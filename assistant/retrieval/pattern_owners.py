@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..records import Record
+from ..knowledge.records import Record
 from .signals import SignalIndex
 
 MAX_NAMED = 3

@@ -37,12 +37,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..answer import Hit, Retrieval
+from ..answering.answer import Hit, Retrieval
 from ..embedding.embedder import Embedder
 from ..index import VectorStore
 from ..index.pieces import PieceVectors
-from ..query import Query
-from ..records import Record
+from ..knowledge.records import Record
+from ..parse.query import Query
 from .candidates import (
     FULL_SCORING_LIMIT,
     NONE,

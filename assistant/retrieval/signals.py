@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from tqdm import tqdm
 
-from ..query import normalize_library
-from ..records import INGESTED_TAG, Record
+from ..knowledge.records import INGESTED_TAG, Record
+from ..parse.query import normalize_library
 from ..storage.diskarray import IN_MEMORY_BYTES, DiskArray
 from ..storage.postings import Postings, PostingsBuilder
 from .bm25_files import STOPWORDS_EN, SavedBM25, tokenize

@@ -14,8 +14,8 @@ from dataclasses import replace
 
 from packaging.version import InvalidVersion, Version
 
-from ..answer import Hit, Retrieval
-from ..records import Record
+from ..answering.answer import Hit, Retrieval
+from ..knowledge.records import Record
 
 
 def release_range(record: Record) -> tuple[Version | None, Version | None] | None:

@@ -24,7 +24,7 @@ from typing import overload
 import numpy as np
 
 from ..errors import KnowledgeBaseError
-from ..records import (
+from ..knowledge.records import (
     INGESTED_TAG,
     LoadReport,
     RaiseKey,
@@ -34,7 +34,7 @@ from ..records import (
     parse_line,
     scan_records,
 )
-from ..wordings import curated_samples, inherited_patterns
+from ..knowledge.wordings import curated_samples, inherited_patterns
 
 # Parsed records kept in memory, the most recently read (about 10 KB each: ~40 MB at most).
 RECORDS_KEPT = 4096
@@ -43,9 +43,7 @@ RECORDS_KEPT = 4096
 class RecordShelf(Sequence[Record]):
     """The records of a knowledge base, read from their JSONL files on access (thread-safe)."""
 
-    def __init__(
-        self, files: list[Path], places: np.ndarray, ids: np.ndarray, patterns: dict[int, str] | None = None
-    ):
+    def __init__(self, files: list[Path], places: np.ndarray, ids: np.ndarray, patterns: dict[int, str] | None = None):
         """``places``: one row per record, (file number, byte offset, byte length, line number); ``patterns``:
         the pattern a record has instead of its line's, by position (the wordings it inherited)."""
         self.files = files

@@ -37,7 +37,6 @@ SITE_PACKAGES_RE = re.compile(r"(?:site|dist)-packages[/\\](?P<lib>[A-Za-z_][\w\
 _STDLIB_PATH_RE = re.compile(r"[/\\]lib[/\\](?:python|pypy)\d[\d.]*[/\\](?!(?:site|dist)-packages)")
 
 
-
 # The columns a log viewer prints before each line: ``api-1  | ``, ``168.5s | 231 | `` (one space kept off).
 _COLUMNS_RE = re.compile(r"^(?P<prefix>(?:[\w.:-]+[ \t]*\|(?: |$))+)")
 # A CI log's timestamp before each line: GitHub Actions' ``2024-05-01T10:00:00.1234567Z ``.
@@ -47,6 +46,7 @@ _STAMP_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
 _GROUP_BAR_RE = re.compile(r"^[ \t]*(?:\| ?|\+ (?=Exception Group Traceback))")
 _GROUP_RULE_RE = re.compile(r"^[ \t]*\+[-+]*(?:-+ (?:\d+|\.\.\.) -+|-+)?[ \t]*$")
 _GROUP_INDEX_RE = re.compile(r"^[ \t]*\+-\+-+ \d+ -+[ \t]*$")  # ``+-+---------------- 1 ----------------``
+
 
 @dataclass(frozen=True)
 class Frame:

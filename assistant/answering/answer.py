@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .records import Record
+from ..knowledge.records import Record
 
 
 @dataclass(frozen=True)

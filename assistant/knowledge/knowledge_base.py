@@ -23,19 +23,19 @@ from typing import Any
 
 import numpy as np
 
-from .embedding.embedder import Embedder
-from .errors import IndexBuildError
-from .index import BuildReport, VectorStore, load_index, open_index
-from .index.faiss_store import MANIFEST_NAME
-from .index.pieces import PIECES_MANIFEST, PieceVectors, load_piece_vectors, open_piece_vectors
-from .index.query_encoder import MANIFEST_KEY as QUERY_ENCODER_KEY
-from .index.query_encoder import stored_query_encoder
+from ..embedding.embedder import Embedder
+from ..errors import IndexBuildError
+from ..index import BuildReport, VectorStore, load_index, open_index
+from ..index.faiss_store import MANIFEST_NAME
+from ..index.pieces import PIECES_MANIFEST, PieceVectors, load_piece_vectors, open_piece_vectors
+from ..index.query_encoder import MANIFEST_KEY as QUERY_ENCODER_KEY
+from ..index.query_encoder import stored_query_encoder
+from ..retrieval.signals import SignalIndex
+from ..settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR, PACKAGE_DIR, Settings
+from ..storage.checksums import record_checksums, verify_checksums
+from ..storage.files import atomic_path, build_lock
+from ..storage.shelf import RecordShelf
 from .records import LoadReport, kb_files, load_records
-from .retrieval.signals import SignalIndex
-from .settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR, PACKAGE_DIR, Settings
-from .storage.checksums import record_checksums, verify_checksums
-from .storage.files import atomic_path, build_lock
-from .storage.shelf import RecordShelf
 
 logger = logging.getLogger(__name__)
 

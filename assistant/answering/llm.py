@@ -17,8 +17,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import LLMError
-from .settings import Settings
+from ..errors import LLMError
+from ..settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -244,9 +244,7 @@ class ChatModel:
         """The whole reply to ``messages``."""
         return "".join(self.stream(messages))
 
-    def _call(
-        self, model: str, api_base: str | None, messages: list[dict[str, str]], **extra: Any
-    ) -> Iterator[str]:
+    def _call(self, model: str, api_base: str | None, messages: list[dict[str, str]], **extra: Any) -> Iterator[str]:
         response = self.request(model, api_base, messages, stream=True, **extra)
         for chunk in response:
             choices = getattr(chunk, "choices", None) or []

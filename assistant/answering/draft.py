@@ -13,14 +13,14 @@ import math
 import re
 from collections.abc import Iterator
 
+from ..errors import LLMError
+from ..knowledge.records import Record
+from ..parse.query import Query
+from ..parse.user_frame import user_line
+from ..retrieval.ownership import PYTHON_REPO
 from .answer import Answer, Citation, Hit, Retrieval, citation_for
-from .errors import LLMError
 from .llm import ChatModel
-from .query import Query
-from .records import Record
-from .retrieval.ownership import PYTHON_REPO
 from .sanitize import ReplySanitizer
-from .user_frame import user_line
 
 # A second record is shown when it is at least this likely relative to the first. Hit scores are the
 # retriever's logits (a softmax over the records), so the ratio of likelihoods is exp(score2 - score1).

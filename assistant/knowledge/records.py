@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import KnowledgeBaseError
+from ..errors import KnowledgeBaseError
 from .pattern_safety import unbounded_reason
 
 logger = logging.getLogger(__name__)
@@ -289,7 +289,7 @@ def prefer_curated(records: Sequence[Record], report: LoadReport | None = None) 
     """Drop ingested records for a raise that a curated record already covers, and repeats of one id.
 
     A record is ingested when ``errata ingest`` tagged it so; every other record is curated and always kept,
-    with the wordings of the ingested records that gave way to it (:mod:`assistant.wordings`). Order is
+    with the wordings of the ingested records that gave way to it (:mod:`assistant.knowledge.wordings`). Order is
     kept, so ranking ties stay stable.
     """
     choice = choose_curated([choice_entry(r) for r in records], report)
@@ -314,7 +314,7 @@ def choice_entry(record: Record) -> tuple[RaiseKey, bool]:
     """What the ingested-versus-curated choice needs of a record: the raise it describes, by line and by
     identity (which survives the line moving between releases), its id, its message identity (which
     survives the file differing), and whether it was ingested."""
-    from .releases.identity import message_identity, raise_identity
+    from ..releases.identity import message_identity, raise_identity
 
     line = (record.repo, record.file_path.removeprefix("src/"), record.line_number)
     return (line, raise_identity(record), record.id, message_identity(record)), INGESTED_TAG in record.tags
@@ -376,7 +376,7 @@ def _grown_twins(message: str, curated_templates: dict[str, list[tuple[str, int]
     """Curated records of the same library and class whose message begins with this one's, or this one's
     with theirs: one raise whose message a release gave a tail or cut one (fastapi 0.83's ``Invalid args
     for response field! ... field type`` grew ``. If you are using a return type annotation ...``)."""
-    from .releases.identity import one_begins_the_other
+    from ..releases.identity import one_begins_the_other
 
     repo, error_class, template = message.split("|", 2)
     return [
@@ -387,7 +387,7 @@ def _grown_twins(message: str, curated_templates: dict[str, list[tuple[str, int]
 
 
 def _reworded(message_identity: str, other: str) -> bool:
-    from .releases.identity import REWORDED, similarity
+    from ..releases.identity import REWORDED, similarity
 
     return similarity(message_identity, other) >= REWORDED
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .errors import ErrataError
+from ..errors import ErrataError
 
 logger = logging.getLogger(__name__)
 # Seconds a vote waits for a file another process holds locked before it is refused.
@@ -25,6 +25,7 @@ BUSY_TIMEOUT_S = 2.0
 
 class FeedbackError(ErrataError):
     """A vote could not be stored (the feedback file is damaged, locked or read-only); answers still work."""
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS feedback (
@@ -161,7 +162,7 @@ class FeedbackStore:
         A helpful answer's top cited record becomes ``relevant``; an unhelpful one is exported with an
         empty ``relevant`` and ``"needs_label": true`` so a person can label it.
         """
-        from .query import parse_query
+        from ..parse.query import parse_query
 
         count = 0
         out = Path(out)

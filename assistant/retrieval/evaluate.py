@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ErrataError
+from ..errors import ErrataError
 
 STYLE_ORDER = ("traceback", "message", "log", "question")
 
@@ -110,8 +110,7 @@ def load_eval_set(path: str | Path, labels: str | Path | None = None) -> list[Ev
     if unknown:
         raise EvalSetError(f"{labels}: {len(unknown)} id(s) not in {path}, first {unknown[0]!r}")
     return [
-        replace(q, ingested=tuple(dict.fromkeys([*q.ingested, *extra[q.id]]))) if q.id in extra else q
-        for q in queries
+        replace(q, ingested=tuple(dict.fromkeys([*q.ingested, *extra[q.id]]))) if q.id in extra else q for q in queries
     ]
 
 

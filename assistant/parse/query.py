@@ -288,5 +288,3 @@ def _is_prose(lines: list[str], error: _ErrorLine) -> bool:
     other = [line for i, line in enumerate(lines) if line.strip() and i != error.index]
     words = sum(len(line.split()) for line in other)
     return words > 12 and "?" in "\n".join(other)
-
-

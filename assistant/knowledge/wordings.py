@@ -5,7 +5,7 @@ worded it. pydantic-ai's ``Exceeded maximum retries (1) for result validation`` 
 ``Exceeded maximum output retries (1)`` a few releases earlier; the record's pattern fails on it, and a
 near miss counts against the record. An ingested record of the same raise, merged across releases
 (:mod:`assistant.releases.merge`), matches every wording it had. When it gives way to the curated record
-(:func:`assistant.records.choose_curated`), its pattern joins the curated one instead of being lost.
+(:func:`assistant.knowledge.records.choose_curated`), its pattern joins the curated one instead of being lost.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ _TOO_GENERIC = ("", "x", "0")
 def message_sample(record: Record) -> str:
     """The record's message with each ``{placeholder}`` filled in: text another record's pattern must not
     take for its own."""
-    from .releases.identity import PLACEHOLDER_RE
+    from ..releases.identity import PLACEHOLDER_RE
 
     return PLACEHOLDER_RE.sub("x", record.error_message)
 
@@ -40,7 +40,7 @@ def inherited_patterns(
     ``samples``: repo -> :func:`message_sample` of each curated record. A joined pattern that takes another
     curated record's message is not used: an earlier wording of one raise can be another raise's today
     (huggingface_hub's ``Got: ... An error happened while trying to locate the files``)."""
-    from .releases.patterns import REWORDED_TAG, combine_bounded
+    from ..releases.patterns import REWORDED_TAG, combine_bounded
 
     inherited: dict[int, str] = {}
     for curated, ingested in heirs.items():

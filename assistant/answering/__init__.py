@@ -1,0 +1,1 @@
+"""Answers: the dataclasses a user gets, the drafter, the LLM seam and the reply sanitizer."""

@@ -1,0 +1,1 @@
+"""The knowledge base: records, their validation and the index built from them."""
