@@ -68,7 +68,7 @@ def test_cli_eval_prints_the_documented_json_shape(assistant, small_set, bundled
     assert out["abstention"]["negatives"] == 2
     assert set(out["latency_ms"]) == {"p50", "p95"}
     assert set(out["outcomes"]) == {"all", "covered", "uncovered"}
-    assert set(out["outcomes"]["covered"]) == {"n", "right", "abstained", "wrong"}
+    assert set(out["outcomes"]["covered"]) == {"n", "right", "abstained", "wrong", "generic"}
     assert out["outcomes"]["uncovered"]["n"] == 2 and out["outcomes"]["uncovered"]["wrong"] == 0.0
 
 
@@ -81,7 +81,7 @@ def test_outcomes_count_right_abstained_and_wrong_per_kind(assistant, tmp_path):
     path = tmp_path / "kinds.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     report = evaluate(assistant, load_eval_set(path))
-    assert report.outcomes["kind:a"] == {"n": 2, "right": 0.5, "abstained": 0.0, "wrong": 0.5}
+    assert report.outcomes["kind:a"] == {"n": 2, "right": 0.5, "abstained": 0.0, "wrong": 0.5, "generic": 0.0}
     assert report.outcomes["kind:b"]["abstained"] == 1.0
     assert report.outcomes["all"]["n"] == 3 and "kind:a" in report.table()
     # The queries no curated record answers, by kind; and each query's outcome, as --outcomes writes it.
@@ -107,10 +107,30 @@ def test_ingested_answers_count_only_where_the_knowledge_base_holds_them(assista
     queries = load_eval_set(path)
     assert queries[0].ingested == (held,) and queries[0].answers(frozenset({held})) == (held,)
     report = evaluate(assistant, queries)
-    assert report.outcomes["covered"] == {"n": 1, "right": 1.0, "abstained": 0.0, "wrong": 0.0}
+    assert report.outcomes["covered"] == {"n": 1, "right": 1.0, "abstained": 0.0, "wrong": 0.0, "generic": 0.0}
     assert report.outcomes["uncovered"]["n"] == 1 and report.negatives == 1
     path.write_text(json.dumps({"query": "x", "relevant": [], "ingested": "f" * 16}) + "\n")
     with pytest.raises(EvalSetError, match="ingested.jsonl:1"):
+        load_eval_set(path)
+
+
+def test_a_generic_record_is_a_right_answer_counted_apart(assistant, tmp_path):
+    """A record whose explanation is true but general (``generic``) answers right, and is counted as generic;
+    the same record is wrong for a query that does not list it."""
+    paste = "smolagents.utils.AgentError: Agent interrupted."
+    rows = [
+        {"query": paste, "relevant": [], "generic": ["c6aeeba10bb30da8"], "kind": "g"},
+        {"query": paste, "relevant": ["0000000000000000"], "generic": [], "kind": "g"},
+    ]
+    path = tmp_path / "generic.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = evaluate(assistant, load_eval_set(path))
+    assert report.outcomes["kind:g"] == {"n": 2, "right": 0.5, "abstained": 0.0, "wrong": 0.5, "generic": 0.5}
+    assert report.outcomes["covered"]["n"] == 2 and report.negatives == 0
+    assert [q["generic"] for q in report.queries] == [True, False]
+    assert "generic" in report.table()
+    path.write_text(json.dumps({"query": paste, "relevant": [], "generic": "c6aeeba10bb30da8"}) + "\n")
+    with pytest.raises(EvalSetError, match="generic.jsonl:1"):
         load_eval_set(path)
 
 
