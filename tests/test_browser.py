@@ -156,8 +156,67 @@ def test_no_confident_match_is_shown_with_the_possibly_related_records(assistant
         ask_in_page(page, "how do I bake sourdough bread")
         banner = page.wait_for_selector("#errata-sources .errata-banner.unsure", timeout=60_000)
         assert "No confident match" in banner.inner_text()
+        assert "below the 1.01 errata needs to answer" in banner.inner_text()  # the bar of the Assistant used
         assert page.locator("#errata-sources .errata-related").count() >= 1  # folded, one title line each
         assert page.locator("#errata-sources .errata-card").count() == 0
         assert "No confident match" in page.locator("#errata-chat [data-testid='bot']").last.inner_text()
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "web-no-match.png"), full_page=True)
+
+
+def in_chat_view(page, locator) -> bool:
+    """Whether ``locator``'s box lies within the chat's visible (scrolled) area."""
+    chat = page.locator("#errata-chat [role='log']").bounding_box()
+    box = locator.bounding_box()
+    return box["y"] >= chat["y"] - 1 and box["y"] + box["height"] <= chat["y"] + chat["height"] + 1
+
+
+def test_a_long_answer_is_shown_from_its_first_line(app, open_page):
+    page = open_page(app.url, DESKTOP)
+    ask_in_page(page, TRACEBACK)
+    page.wait_for_selector("#errata-sources a.code-link", timeout=60_000)  # the answer is complete
+    page.wait_for_timeout(800)  # the chat's own rendering after the last update (code blocks, buttons)
+
+    bot = page.locator("#errata-chat [data-testid='bot']").last
+    chat = page.locator("#errata-chat [role='log']").bounding_box()
+    assert bot.bounding_box()["height"] > chat["height"]  # long: its end cannot be in view with its start
+    first_line = bot.locator("p").first
+    assert "Multipart file uploads require" in first_line.inner_text()
+    assert in_chat_view(page, first_line), "the answer's first line is scrolled out of the chat"
+    assert abs(bot.bounding_box()["y"] - chat["y"]) < 40  # the answer starts at the top of the chat
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "web-long-answer.png"), full_page=True)
+
+    # The reader scrolls to the end; asking again follows the new answer's start, not the end.
+    page.locator("#errata-chat [role='log']").hover()
+    page.mouse.wheel(0, 5000)
+    page.wait_for_timeout(300)
+    assert not in_chat_view(page, first_line)
+    ask_in_page(page, "smolagents.utils.AgentError: Agent interrupted.")
+    page.wait_for_function("document.querySelectorAll(\"#errata-chat [data-testid='bot']\").length === 2")
+    page.wait_for_selector("#errata-sources .errata-card h4:text('AgentError')", timeout=60_000)
+    page.wait_for_timeout(800)
+    second = page.locator("#errata-chat [data-testid='bot']").last.locator("p").first
+    assert "AgentError: Agent interrupted." in second.inner_text() and in_chat_view(page, second)
+
+
+def test_a_streamed_answer_keeps_its_start_in_view_while_it_grows(assistant, tmp_path, open_page, monkeypatch):
+    from .openai_server import OpenAIServer, llm_assistant, use_dummy_key
+
+    use_dummy_key(monkeypatch, "sk-test-browser-0123456789")
+    steps = [f"Step {n}: a long line of advice [1].\n\n" for n in range(60)]
+    lines = ["**Agent interrupted on purpose** [1]\n\n", *steps]
+    with (
+        OpenAIServer(lines, piece_delay=0.05) as server,
+        served(llm_assistant(assistant, server, "openai/test-model"), tmp_path / "feedback.sqlite3") as running,
+    ):
+        page = open_page(running.url, DESKTOP)
+        ask_in_page(page, "smolagents.utils.AgentError: Agent interrupted.")
+        page.wait_for_selector("#errata-chat [data-testid='bot'] :text('Step 30:')", timeout=60_000)
+        first_line = page.locator("#errata-chat [data-testid='bot']").last.locator("p").first
+        assert "Agent interrupted on purpose" in first_line.inner_text()
+        assert in_chat_view(page, first_line), "mid-stream, the answer's first line left the chat"
+        assert len(server.requests) == 1 and "Step 59:" not in page.locator("#errata-chat").inner_text()
+        page.wait_for_selector("#errata-sources .errata-banner", timeout=60_000)
+        page.wait_for_timeout(800)
+        assert in_chat_view(page, first_line)

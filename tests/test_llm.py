@@ -11,6 +11,7 @@ import pytest
 from assistant import Assistant, LLMError
 from assistant.answering.draft import PASTE_CLOSE, PASTE_OPEN, SYSTEM_PROMPT
 from assistant.answering.llm import ChatModel
+from assistant.frontends.ask_output import plain_text
 
 from .openai_server import OpenAIServer, use_dummy_key
 from .openai_server import llm_assistant as llm_assistant_for
@@ -212,7 +213,9 @@ def test_cli_ask_uses_the_model_and_api_base_flags(assistant, bundled_index_dir)
             timeout=300,
         )
     assert result.returncode == 0, result.stderr
-    assert "".join(REPLY) in result.stdout
+    # Piped, the reply is plain text: its words, without the markdown's ** and *.
+    assert plain_text("".join(REPLY)) in result.stdout and "**" not in result.stdout
+    assert "Fix:\n1. Catch `AgentError` around `agent.run(task)` and treat interrupted as a" in result.stdout
     assert "[1] huggingface/smolagents AgentError (c6aeeba10bb30da8)" in result.stdout
     assert server.requests[0]["model"] == "test-model"
 

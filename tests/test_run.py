@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -10,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.frontends_support import RULE, closed_port, errata_env
+from tests.frontends_support import ROOT, RULE, closed_port, errata_env
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
@@ -113,29 +115,63 @@ def test_a_succeeding_script_runs_as_python_runs_it_and_errata_stays_silent(tmp_
     assert by_errata.stderr == by_python.stderr == "to stderr\n"
 
 
+def errata_frames(stderr: str) -> list[str]:
+    """The traceback lines of errata's own frames (and runpy's, which ran the script): none of them is the
+    user's, and ``python script.py`` shows none. By module path, so a clone in a folder named errata passes."""
+    own = (str(ROOT / "assistant") + os.sep, "runpy")
+    return [line for line in stderr.splitlines() if line.lstrip().startswith('File "') and any(o in line for o in own)]
+
+
 @pytest.mark.parametrize(
     "code",
     [
         "import sys\nsys.exit(3)\n",
         "raise SystemExit('bye')\n",
-        "raise KeyboardInterrupt\n",
+        "import atexit\natexit.register(print, 'atexit ran')\n\ndef stop():\n    raise KeyboardInterrupt\n\nstop()\n",
     ],
     ids=["exit-3", "exit-message", "keyboard-interrupt"],
 )
 @pytest.mark.slow
 def test_exit_and_interrupt_keep_pythons_status_and_are_not_explained(tmp_path, code):
-    script = tmp_path / "stop.py"
-    script.write_text(code)
+    folder = tmp_path / "errata"  # a folder named like the tool: only errata's frames count, not the word
+    folder.mkdir()
+    script = write(folder, "stop.py", code)
     env = errata_env(Path("/nonexistent/errata-index"))
-    by_python = run([sys.executable, str(script)], tmp_path, env)
+    by_python = run([sys.executable, str(script)], folder, env)
     by_errata = errata_run(script, env=env)
 
     assert by_errata.returncode == by_python.returncode
-    assert "errata" not in by_errata.stderr
+    assert by_errata.stdout == by_python.stdout
+    assert errata_frames(by_errata.stderr) == []
+    assert by_errata.stderr == by_python.stderr  # an interrupt's traceback too: the script's frames only
+    assert RULE not in by_errata.stderr
     if "KeyboardInterrupt" in code:
-        assert by_errata.stderr.rstrip().endswith("KeyboardInterrupt")
-    else:
-        assert by_errata.stderr == by_python.stderr
+        assert by_errata.stdout == "atexit ran\n"  # Python's exit: atexit runs, then the SIGINT status
+        assert by_errata.returncode in (-signal.SIGINT, 128 + signal.SIGINT)
+        assert f'File "{script}", line 5, in stop' in by_errata.stderr
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "def load(path):\n    return open(path).read()\n\n\nload('/nonexistent/errata-input.txt')\n",
+        "def broken(:\n    pass\n",
+    ],
+    ids=["error-in-a-function", "syntax-error"],
+)
+@pytest.mark.slow
+def test_an_explained_error_shows_the_traceback_python_shows(tmp_path, code, assistant, bundled_index_dir):
+    folder = tmp_path / "errata"
+    folder.mkdir()
+    script = write(folder, "job.py", code)
+    env = errata_env(bundled_index_dir)
+    by_python = run([sys.executable, str(script)], folder, env)
+    by_errata = errata_run(script, env=env)
+
+    assert by_errata.returncode == by_python.returncode == 1
+    traceback_part, rule, _answer = by_errata.stderr.partition(RULE)
+    assert rule and traceback_part == by_python.stderr
+    assert errata_frames(by_errata.stderr) == []
 
 
 @pytest.mark.slow

@@ -206,6 +206,21 @@ def test_a_mention_gets_looking_in_its_thread_then_the_answer_with_sources(bot, 
     assert [m for m, _ in slack.chat_calls()] == ["chat.postMessage", "chat.update"]
 
 
+def test_no_confident_match_says_the_bar_the_answering_assistant_needs(assistant, embedder, settings, slack):
+    unsure = Assistant(assistant.settings, embedder=embedder, confidence_threshold=1.01)  # nothing reaches it
+    server = BotServer(SlackBot(unsure, settings, stream_interval=NO_DRAFTS))
+    try:
+        status, _ = server.event(mention(TRACEBACK_MENTION))
+        assert status == 200
+        shown = block_texts(slack.wait_for("chat.update")[0]["blocks"])
+    finally:
+        server.close()
+    expected = unsure.ask(question_text(TRACEBACK_MENTION, BOT_USER))
+    assert not expected.grounded
+    # Not the 0.89 of the settings the bot was given: the bar of the Assistant that answered.
+    assert f"no confident match · confidence {expected.confidence:.2f}, below the 1.01 errata needs to answer" in shown
+
+
 def test_the_answer_grows_in_place_while_it_is_drafted(assistant, settings, slack):
     server = BotServer(SlackBot(assistant, settings, stream_interval=0.0))
     try:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import socket
+import struct
 import urllib.error
 import urllib.request
 
@@ -62,3 +64,40 @@ def test_an_ipv6_host_is_served_too():
         pytest.skip("IPv6 loopback unavailable")
     with StartingPage("::1", port):
         assert _get(f"http://[::1]:{port}/").code == 503
+
+
+def _send_then_close(port: int, reset: bool = False) -> None:
+    """A browser that asks for the page, takes its first bytes, then goes (a reload, a closed tab)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as client:
+        client.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        assert client.recv(12).startswith(b"HTTP/1.")  # the page is being written now
+        if reset:
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+def _send_then_reset(port: int) -> None:
+    _send_then_close(port, reset=True)
+
+
+def _reset_before_asking(port: int) -> None:
+    """A client that connects and resets the connection before sending a request."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as client:
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+@pytest.mark.parametrize(
+    "leave", [_send_then_close, _send_then_reset, _reset_before_asking], ids=["closed", "reset", "reset-unasked"]
+)
+def test_a_client_that_goes_early_leaves_no_traceback(leave, capfd, caplog):
+    port = free_port()
+    # A page far larger than the socket buffers: writing it to a client that has gone fails (broken pipe or reset).
+    with StartingPage("127.0.0.1", port, status="x" * 8_000_000):
+        for _ in range(3):
+            leave(port)
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as after:  # still serving
+            after.sendall(b"HEAD / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            assert after.recv(12).startswith(b"HTTP/1.0 503")
+    # close() joined the request threads: whatever they had to say is written by now.
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Error" not in err, err
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]

@@ -118,7 +118,11 @@ def test_low_confidence_answer_shows_no_confident_match_with_related_records(uns
     assert 'class="errata-card"' not in page and "<ol>" not in page
     chat = WebChat(unsure_assistant, FeedbackStore(tmp_path / "feedback.sqlite3"))
     *_, (_box, history, sources, _state, _fb) = chat.respond(TRACEBACK, [], ChatState(), 5, None)
-    assert "No confident match" in history[-1]["content"] and sources == page
+    assert "No confident match" in history[-1]["content"]
+    # The bar is said beside the confidence, and it is the answering Assistant's own (1.01 here, not 0.89).
+    below = f"onfidence {answer.confidence:.2f}, below the 1.01 errata needs to answer"
+    assert below in history[-1]["content"] and below in sources
+    assert sources == sources_html(answer, threshold=unsure_assistant.settings.confidence_threshold)
 
 
 def test_source_cards_escape_record_text_and_collapse_the_code(assistant):

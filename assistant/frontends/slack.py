@@ -246,7 +246,8 @@ class SlackBot:
         try:
             placeholder = client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=LOOKING_TEXT)["ts"]
             answer = self._draft(client, channel, placeholder, text)
-            messages = split_messages(answer_blocks(answer, text))
+            threshold = self.assistant.settings.confidence_threshold
+            messages = split_messages(answer_blocks(answer, text, threshold))
             exchange = Exchange(
                 query=text,
                 answer=answer.text,

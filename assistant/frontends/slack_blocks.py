@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..answering.answer import Answer
+from .confidence import confidence_words
 
 SECTION_LIMIT = 3000
 BLOCKS_PER_MESSAGE = 50
@@ -182,14 +183,18 @@ def source_blocks(answer: Answer) -> list[Block]:
     ]
 
 
-def confidence_text(answer: Answer) -> str:
-    label = "grounded in the records" if answer.grounded else "no confident match"
+def confidence_text(answer: Answer, threshold: float | None = None) -> str:
+    """How sure errata is; below ``threshold`` (the answering Assistant's), the threshold is said too."""
     model = f" · drafted by {escape(answer.model)}" if answer.model else ""
-    return f"confidence {answer.confidence:.2f} · {label}{model}"
+    if answer.grounded:
+        return f"confidence {answer.confidence:.2f} · grounded in the records{model}"
+    return f"no confident match · {confidence_words(answer.confidence, threshold)}{model}"
 
 
-def answer_blocks(answer: Answer, query: str) -> list[Block]:
-    """Every block of an answer: its text sections, the sources, the confidence and feedback buttons."""
+def answer_blocks(answer: Answer, query: str, threshold: float | None = None) -> list[Block]:
+    """Every block of an answer: its text sections, the sources, the confidence and feedback buttons.
+
+    ``threshold``: the confidence the answering Assistant needs, said beside a confidence below it."""
     blocks: list[Block] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": piece}}
         for piece in split_text(
@@ -197,7 +202,7 @@ def answer_blocks(answer: Answer, query: str) -> list[Block]:
         )
     ]
     blocks += source_blocks(answer)
-    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": confidence_text(answer)}]})
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": confidence_text(answer, threshold)}]})
     if answer.hits:
         value = feedback_value(query, [c.record_id for c in answer.citations])
         blocks.append(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import socket
 import struct
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -62,7 +63,7 @@ class StartingPage:
 
         try:
             family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]  # "::" is IPv6
-            server_class = type("StartingServer", (ThreadingHTTPServer,), {"address_family": family})
+            server_class = type("StartingServer", (_QuietServer,), {"address_family": family})
             self._server = server_class((host, port), Handler)
         except OSError as exc:
             raise cannot_serve(host, port, exc) from exc
@@ -83,3 +84,12 @@ class StartingPage:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that goes before its page is sent (a reload, a closed tab) is no error to print."""
+
+    def handle_error(self, request, client_address) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):  # broken pipe, reset, aborted
+            return
+        super().handle_error(request, client_address)

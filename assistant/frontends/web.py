@@ -73,6 +73,39 @@ CSS = """
 # phone) are narrowed by a plain style tag in <head>.
 HEAD = "<style>@media (max-width: 640px) { .gradio-container .main.app { padding: 12px 6px !important; } }</style>"
 
+# The chat keeps the start of the newest answer in view, not its end: an answer's first lines (the error,
+# "Where:", "What:") are what a reader needs first, and a long answer scrolled to its bottom hides them.
+# Gradio's own autoscroll (to the bottom) is off; this follows the answer while it streams and after,
+# until the reader scrolls or clicks in the chat. A new question is scrolled into view as it is asked.
+SCROLL_JS = """
+() => {
+  const log = () => document.querySelector("#errata-chat [role='log']");
+  let asked = -1, reader = false, queued = false;
+  const follow = () => {
+    queued = false;
+    const box = log();
+    if (!box) return;
+    const users = box.querySelectorAll("[data-testid='user']");
+    if (users.length !== asked) { asked = users.length; reader = false; }
+    if (reader || !users.length) return;
+    const question = users[users.length - 1];
+    const answers = [...box.querySelectorAll("[data-testid='bot']")].filter(
+      (bot) => question.compareDocumentPosition(bot) & Node.DOCUMENT_POSITION_FOLLOWING);
+    if (!answers.length) { box.scrollTop = box.scrollHeight; return; }
+    const start = answers[0].closest(".message-row") || answers[0];
+    box.scrollTop += start.getBoundingClientRect().top - box.getBoundingClientRect().top;
+  };
+  const soon = () => { if (!queued) { queued = true; requestAnimationFrame(follow); } };
+  new MutationObserver(soon).observe(document.body, {childList: true, subtree: true, characterData: true});
+  for (const kind of ["wheel", "touchstart", "keydown", "pointerdown"]) {
+    document.addEventListener(kind, (event) => {
+      const box = log();
+      if (box && box.contains(event.target)) reader = true;
+    }, {capture: true, passive: true});
+  }
+}
+"""
+
 THEME = gr.themes.Soft(primary_hue="indigo")
 
 
@@ -145,9 +178,10 @@ class WebChat:
             raise gr.Error(str(exc)) from exc
         if answer is None:  # an Assistant must end with an Answer; say so rather than hang the page
             raise gr.Error("errata stopped before finishing the answer; try again.")
-        history[-1] = {"role": "assistant", "content": answer_markdown(answer)}
+        threshold = self.settings.confidence_threshold  # the bar of the Assistant that answered
+        history[-1] = {"role": "assistant", "content": answer_markdown(answer, threshold)}
         state.turns[len(history) - 1] = Turn(text, answer.text, [c.record_id for c in answer.citations])
-        yield gr.update(), history, sources_html(answer), state, gr.update()
+        yield gr.update(), history, sources_html(answer, threshold=threshold), state, gr.update()
 
     def vote(self, state: ChatState, data: gr.LikeData) -> tuple[ChatState, Any, str]:
         """Thumbs up or down on an answer: store (or change, or take back) the vote; offer a comment box."""
@@ -220,6 +254,7 @@ def build_app(assistant: Assistant, feedback: FeedbackStore | None = None) -> gr
                     label="Chat",
                     show_label=False,
                     layout="panel",
+                    autoscroll=False,  # SCROLL_JS keeps the newest answer's start in view instead
                     height="62vh",
                     min_height=320,
                     feedback_options=("Like", "Dislike"),
@@ -304,6 +339,7 @@ def launch(demo: gr.Blocks, settings: Settings, *, block: bool = True, quiet: bo
             theme=THEME,
             css=CSS,
             head=HEAD,
+            js=SCROLL_JS,
         )
     except OSError as exc:  # the port is taken or the host is not an address of this machine
         raise cannot_serve(settings.host, settings.port, exc) from exc

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from ..answering.answer import Answer
+from .confidence import capitalized, confidence_words
 
 MAX_SOURCES = 10
 
@@ -24,14 +25,21 @@ def user_markdown(text: str) -> str:
     return f"{fence}text\n{text}\n{fence}"
 
 
-def answer_markdown(answer: Answer) -> str:
-    """The final chat message: the answer, then one line saying how sure errata is."""
+def answer_markdown(answer: Answer, threshold: float | None = None) -> str:
+    """The final chat message: the answer, then one line saying how sure errata is.
+
+    ``threshold``: the confidence the answering Assistant needs (its ``settings.confidence_threshold``),
+    said beside a confidence that falls short of it.
+    """
     if not answer.hits:
         return answer.text
     if answer.grounded:
         footer = f"*Confidence {answer.confidence:.2f} · the sources are in the Sources panel.*"
     else:
-        footer = "⚠️ *No confident match: the records in the Sources panel are only possibly related.*"
+        footer = (
+            f"⚠️ *No confident match ({confidence_words(answer.confidence, threshold)}): "
+            "the records in the Sources panel are only possibly related.*"
+        )
     return f"{answer.text}\n\n{footer}"
 
 
@@ -112,8 +120,11 @@ def _also_considered(hits: list[Any]) -> list[str]:
     ]
 
 
-def sources_html(answer: Answer | None, *, pending: bool = False) -> str:
-    """The panel beside the chat: a banner for how sure errata is, then a card per source."""
+def sources_html(answer: Answer | None, *, pending: bool = False, threshold: float | None = None) -> str:
+    """The panel beside the chat: a banner for how sure errata is, then a card per source.
+
+    ``threshold`` as for :func:`answer_markdown`.
+    """
     if pending:
         return '<div class="errata-sources"><p class="errata-empty">Searching the knowledge base…</p></div>'
     if answer is None:
@@ -135,7 +146,8 @@ def sources_html(answer: Answer | None, *, pending: bool = False) -> str:
     else:
         parts.append(
             '<div class="errata-banner unsure">No confident match'
-            f"<small>Confidence {answer.confidence:.2f}. These records are only possibly related.</small></div>"
+            f"<small>{_esc(capitalized(confidence_words(answer.confidence, threshold)))}. "
+            "These records are only possibly related.</small></div>"
         )
         numbers = {c.record_id: c.number for c in answer.citations}
         related = [h for h in answer.hits if h.record.id in numbers] or answer.hits[:3]
