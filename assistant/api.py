@@ -38,6 +38,7 @@ class Assistant:
         index_dir: str | Path | None = None,
         embedder: Embedder | None = None,
         show_progress: bool = False,
+        build_in_child: bool = False,
         **overrides: Any,
     ):
         if kb is not None and isinstance(kb, (str, Path)):
@@ -47,7 +48,10 @@ class Assistant:
         self.embedder = embedder or Embedder(self.settings.embedder, batch_size=self.settings.embed_batch_size)
         # Records stay on disk, read when shown (see shelf.py); unchanged files start from the saved
         # snapshot (see snapshot.py).
-        opened = open_knowledge_base(self.settings, self.embedder, show_progress=show_progress)
+        # A server builds in a child process (``build_in_child``) and keeps only what it serves from.
+        opened = open_knowledge_base(
+            self.settings, self.embedder, show_progress=show_progress, build_in_child=build_in_child
+        )
         self.embedder = opened.query_embedder  # through the ONNX export stored with the index: no torch
         self.records: Sequence[Record] = opened.records
         self.load_report: LoadReport = opened.load_report

@@ -79,6 +79,25 @@ class Embedder:
         ``-onnx-int8`` (its int8 file, the very one records were embedded with)."""
         return self.runtime in ("torch", "onnx", "onnx-int8") and (self.device or "cpu") == "cpu"
 
+    def prepare_in_background(self) -> threading.Thread | None:
+        """Starts making the ONNX export a build stores with the index (a child process, see onnx.run_step)
+        on a thread, so a first build reads its records meanwhile; whoever needs the export first waits for
+        it. A failure is left to that caller, who raises it. ``None`` where nothing is to be made."""
+        model_dir = self.local_dir() if self.stores_export and self.export is None else None
+        if model_dir is None:
+            return None
+        from .onnx import OnnxEncoder
+
+        def make() -> None:
+            try:
+                OnnxEncoder(model_dir, int8=self.runtime == "onnx-int8", cache_dir=self.cache_dir)
+            except Exception as exc:  # noqa: BLE001 - the caller that needs the file makes it again and raises
+                logger.debug("making the ONNX export in the background failed: %s", exc)
+
+        thread = threading.Thread(target=make, name="errata-onnx-export", daemon=True)
+        thread.start()
+        return thread
+
     @property
     def fallback(self) -> str:
         """What encodes queries when the export stored with an index cannot (for the one log line)."""

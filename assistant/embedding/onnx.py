@@ -12,6 +12,8 @@ import hashlib
 import importlib
 import json
 import os
+import subprocess
+import sys
 import threading
 import warnings
 from pathlib import Path
@@ -24,6 +26,7 @@ from .threads import thread_count
 
 EXPORT_FORMAT = 1  # bump when the exported graph changes, so old cached files are not reused
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+_MAKING = threading.Lock()  # one export made at a time in a process: a second caller waits, then finds it
 
 
 def default_cache_dir() -> Path:
@@ -113,9 +116,10 @@ class LocalEncoder:
     def float_export(self) -> Path:
         """The float ONNX export of the transformer, made once per weights and kept in the cache."""
         path = self.cache_dir / f"{weights_hash(self.model_dir)}-float.onnx"
-        if not path.exists():
-            self.cache_dir.mkdir(parents=True, exist_ok=True)
-            self._making(lambda: _atomic(path, lambda target: export_onnx(self.model_dir, target)))
+        with _MAKING:
+            if not path.exists():
+                self.cache_dir.mkdir(parents=True, exist_ok=True)
+                self._making(lambda: _atomic(path, lambda target: run_step("export", self.model_dir, target)))
         return path
 
     def _making(self, make) -> None:
@@ -207,8 +211,9 @@ class OnnxEncoder(LocalEncoder):
         if not self.int8:
             return float_path
         path = float_path.with_name(float_path.name.replace("-float.onnx", "-int8.onnx"))
-        if not path.exists():
-            self._making(lambda: _atomic(path, lambda target: quantize_onnx(float_path, target)))
+        with _MAKING:
+            if not path.exists():
+                self._making(lambda: _atomic(path, lambda target: run_step("quantize", float_path, target)))
         return path
 
     def _compile(self, threads: int):
@@ -225,6 +230,18 @@ class OnnxEncoder(LocalEncoder):
         session = self.compiled()
         for rows, ids, mask in batches:
             out[rows] = mean_pooled(session.run(None, inputs(ids, mask))[0], mask)
+
+
+def run_step(step: str, source: Path, target: Path) -> None:
+    """Runs ``export_onnx`` or ``quantize_onnx`` in a child process (``export_step.py``), so the memory torch
+    and the quantizer take is given back when the step ends; its last error line is raised here."""
+    package_root = str(Path(__file__).resolve().parents[2])  # this checkout, installed or not
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
+    command = [sys.executable, "-m", "assistant.embedding.export_step", step, str(source), str(target)]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        lines = [line for line in (result.stderr or result.stdout or "").splitlines() if line.strip()]
+        raise RuntimeError(f"the ONNX {step} step ended with status {result.returncode}: {lines[-1] if lines else ''}")
 
 
 def export_onnx(model_dir: Path, target: Path) -> None:

@@ -12,6 +12,23 @@ from pathlib import Path
 from ..errors import ConfigurationError, ErrataError
 from ..settings import BUNDLED_KB_DIR, Settings
 
+EXAMPLES = """examples:
+  errata ask "KeyError: 'OPENAI_API_KEY'"    answer an error line
+  python job.py 2>&1 | errata ask -          answer what a failing job printed (its traceback)"""
+
+ASK_EPILOG = (
+    """Answers are composed offline from the knowledge base's records unless a model is set. To have an LLM
+draft them, set ERRATA_MODEL (or --model) to a litellm model name, e.g. gpt-4o-mini or
+anthropic/claude-3-5-haiku-latest. The provider's key is read from its usual environment variable
+(OPENAI_API_KEY, ANTHROPIC_API_KEY, ...); errata has no option of its own for keys.
+ERRATA_API_BASE (or --api-base) points at another endpoint, e.g. a local OpenAI-compatible server.
+
+"""
+    + EXAMPLES
+    + """
+  ERRATA_MODEL=gpt-4o-mini OPENAI_API_KEY=... errata ask - < traceback.txt"""
+)
+
 Command = Callable[[argparse.Namespace, Settings], int]
 COMMANDS: dict[str, Command] = {}
 
@@ -51,15 +68,31 @@ def _positive(value: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="errata", description="Answers for Python errors, with sources.")
+    parser = argparse.ArgumentParser(
+        prog="errata",
+        description="Answers for Python errors, with sources.",
+        epilog=EXAMPLES + "\n\n'errata COMMAND --help' tells more of each command.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("ask", help="answer a traceback, error line or question")
+    p = sub.add_parser(
+        "ask",
+        help="answer a traceback, error line or question",
+        description="Answer a traceback, an error line or a question from the knowledge base, citing its records.",
+        epilog=ASK_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("text", help="what to ask; '-' reads standard input")
     p.add_argument("--top-k", dest="top_k", type=_positive, help="how many records to retrieve (default 5)")
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
-    p.add_argument("--model", help="litellm model that drafts the answer, e.g. gpt-4o-mini (default: offline)")
-    p.add_argument("--api-base", dest="api_base", help="API base URL for the model (e.g. a local server)")
+    p.add_argument(
+        "--model",
+        help="litellm model that drafts the answer, e.g. gpt-4o-mini (default: env ERRATA_MODEL, else offline)",
+    )
+    p.add_argument(
+        "--api-base", dest="api_base", help="API base URL for the model, e.g. a local server (env ERRATA_API_BASE)"
+    )
     _add_common(p)
 
     p = sub.add_parser("build", help="build or update the vector index")
@@ -71,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "file",
         type=Path,
-        help="JSONL of {id, query, style, relevant[, kind, ingested]}, e.g. ../shared/kb/eval/dev.jsonl",
+        help="JSONL of {id, query, style, relevant[, kind, ingested]}, e.g. the dev set errata bundles, "
+        "assistant/data/eval/dev.jsonl in a checkout",
     )
     p.add_argument(
         "--labels",
@@ -84,9 +118,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "refresh-kb",
-        help="copy a knowledge base (default ../shared/kb/records) into the bundled one, after validating it",
+        help="for maintainers: validate the curated knowledge base and copy it into the bundled one",
     )
-    p.add_argument("source", nargs="?", type=Path, help="folder of *.jsonl records")
+    p.add_argument(
+        "source",
+        nargs="?",
+        type=Path,
+        help="folder of *.jsonl records (default: shared/kb/records in the folder above the errata checkout, "
+        "where errata's maintainers keep the curated knowledge base)",
+    )
     p.add_argument("-v", "--verbose", action="store_true")
 
     p = sub.add_parser("ingest", help="make records from a Python package's source (raises, warnings, logs)")
@@ -125,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true", help="print the report as JSON")
     e.add_argument("-v", "--verbose", action="store_true")
     _add_releases_flags(e, ingest=False)
+    kb_sub.add_parser("bundle-vectors", help="(maintainers, after refresh-kb) ship the bundled records' vectors")
     e = kb_sub.add_parser(
         "wordings", help="keep of an ingested build the records that add older wordings to curated records"
     )
@@ -243,17 +284,10 @@ def _ask(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps(assistant.ask(text).to_dict(), indent=2, ensure_ascii=False))
         return 0
-    for piece in assistant.ask_stream(text):  # text as it is drafted, then the Answer
-        if isinstance(piece, str):
-            print(piece, end="", flush=True)
-        else:
-            answer = piece
-    print()
-    if answer.citations:
-        print()
-        for c in answer.citations:
-            print(f"[{c.number}] {c.repo} {c.error_class} ({c.record_id}) {c.github_url or ''}".rstrip())
-    print(f"\nconfidence: {answer.confidence:.2f}")
+    from .ask_output import print_answer
+
+    # Rendered markdown in a terminal, plain text when piped; the threshold is the answering Assistant's.
+    print_answer(assistant.ask_stream(text), assistant.settings.confidence_threshold)
     return 0
 
 
@@ -327,6 +361,11 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 @command("kb")
 def _kb(args: argparse.Namespace, settings: Settings) -> int:
+    if args.kb_command == "bundle-vectors":
+        from ..knowledge.bundle_vectors import bundle_vectors
+
+        print(bundle_vectors(settings))
+        return 0
     if args.kb_command == "wordings":
         from ..releases.earlier_wordings import extract_wordings
 

@@ -394,7 +394,7 @@ def run(settings: Settings, mode: str | None = None) -> None:
     if mode == "http":  # before seconds of loading (ports.py)
         check_port_free(settings.host, settings.slack_port, what="--port or ERRATA_SLACK_PORT")
     configure_serving_threads(settings)
-    assistant = Assistant(settings, show_progress=sys.stderr.isatty())
+    assistant = Assistant(settings, show_progress=sys.stderr.isatty(), build_in_child=True)
     bot = SlackBot(assistant, settings, mode=mode)
     if mode == "socket":
         print("errata Slack bot: connecting to Slack in Socket Mode", flush=True)

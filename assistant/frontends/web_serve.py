@@ -23,7 +23,7 @@ def serve(settings: Settings) -> None:
         chat_module = _import_in_background()
         print(f"errata: loading the knowledge base and the index in {settings.index_dir} …", flush=True)
         configure_serving_threads(settings)
-        assistant = Assistant(settings, show_progress=True)
+        assistant = Assistant(settings, show_progress=True, build_in_child=True)
         print(f"errata: {assistant.build_report.summary()}", flush=True)
         if page:
             page.status = "Knowledge base ready; starting the chat…"

@@ -185,6 +185,16 @@ def _load(index_dir: Path, manifest: dict) -> PieceVectors | None:
     return PieceVectors(PIECE_NAMES, vectors, _held(keys))
 
 
+def seed_piece_vectors(
+    index_dir: Path, matrix: np.ndarray, ids: list[str], keys: list[list[str]], embedder_id: str
+) -> None:
+    """Save piece vectors made elsewhere (the bundled ones, ``bundled_vectors.py``) as this folder's: the next
+    :func:`open_piece_vectors` takes them as they are for the same records, and by text hash for others."""
+    if len(matrix) != len(ids) or len(keys) != len(ids):
+        raise IndexBuildError(f"{len(matrix)} rows of piece vectors for {len(ids)} records: give one per record")
+    _save(Path(index_dir), np.ascontiguousarray(matrix, dtype=np.float32), list(ids), keys, embedder_id)
+
+
 def _rows_by_key(saved: PieceVectors, keys: list[list[str]]) -> dict[str, np.ndarray]:
     """Each text hash of the saved file and its vector: what a rebuild need not embed again."""
     out = {}

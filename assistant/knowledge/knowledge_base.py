@@ -26,6 +26,7 @@ import numpy as np
 from ..embedding.embedder import Embedder
 from ..errors import IndexBuildError
 from ..index import BuildReport, VectorStore, load_index, open_index
+from ..index.bundled_vectors import seed_index
 from ..index.faiss_store import MANIFEST_NAME
 from ..index.pieces import PIECES_MANIFEST, PieceVectors, load_piece_vectors, open_piece_vectors
 from ..index.query_encoder import MANIFEST_KEY as QUERY_ENCODER_KEY
@@ -35,6 +36,7 @@ from ..settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR, PACKAGE_DIR, Settings
 from ..storage.checksums import record_checksums, verify_checksums
 from ..storage.files import atomic_path, build_lock
 from ..storage.shelf import RecordShelf
+from .child_build import build_in_child as build_child
 from .records import LoadReport, kb_files, load_records
 
 logger = logging.getLogger(__name__)
@@ -62,9 +64,17 @@ class OpenedKnowledgeBase:
 
 
 def open_knowledge_base(
-    settings: Settings, embedder: Embedder, *, show_progress: bool = False, force: bool = False
+    settings: Settings,
+    embedder: Embedder,
+    *,
+    show_progress: bool = False,
+    force: bool = False,
+    build_in_child: bool = False,
 ) -> OpenedKnowledgeBase:
-    """The knowledge base of ``settings``, its vector index brought up to date, and its signal index."""
+    """The knowledge base of ``settings``, its vector index brought up to date, and its signal index.
+
+    ``build_in_child``: a build, if one is needed, runs in a child process (``child_build.py``) and this one
+    reads what it saved, so a server never holds what building took."""
     started = time.perf_counter()
     index_dir = Path(settings.index_dir)
     files = kb_files(settings.kb)
@@ -78,10 +88,17 @@ def open_knowledge_base(
             build = BuildReport(len(shelf), 0, len(shelf), seconds, False, "up to date (snapshot)")
             query_embedder = _query_embedder(embedder, index_dir, trusted)
             return OpenedKnowledgeBase(shelf, report, trusted, build, signals, True, query_embedder, pieces)
-    else:
+    if build_in_child and not settings.store and build_child(settings, build_and_save, show_progress=show_progress):
+        return open_knowledge_base(settings, embedder, show_progress=show_progress)  # what the child saved
+    prepare = None if settings.store else getattr(embedder, "prepare_in_background", None)
+    if prepare:  # a build: the export queries need is made (in a child process) while the records load
+        prepare()
+    if saved is None:
         report = LoadReport()
         shelf = RecordShelf.load(files, strict=settings.strict, report=report)
         signals, saved_stamp = None, None
+    if not settings.store and not force:
+        seed_index(index_dir, embedder.model_id)  # the bundled records' shipped vectors, in a new index folder
     vector_index, build = open_index(
         shelf, embedder, index_dir, show_progress=show_progress, force=force, store=settings.store
     )
@@ -97,6 +114,12 @@ def open_knowledge_base(
         except OSError as exc:  # a read-only index folder still serves; the next start parses again
             logger.warning("cannot save the start-up snapshot in %s: %s", index_dir, exc)
     return OpenedKnowledgeBase(shelf, report, vector_index, build, signals, from_snapshot, query_embedder, pieces)
+
+
+def build_and_save(settings: Settings, show_progress: bool) -> None:
+    """A child process's build (``child_build.py``): the index of ``settings`` brought up to date and saved."""
+    embedder = Embedder(settings.embedder, batch_size=settings.embed_batch_size)
+    open_knowledge_base(settings, embedder, show_progress=show_progress)
 
 
 def _fingerprint(files: list[Path]) -> list[dict[str, Any]]:

@@ -1,0 +1,134 @@
+"""The vectors of the bundled knowledge base, shipped in the package, so a first start embeds none of them.
+
+Why: embedding the bundled records and their pieces is most of a first start on two cores (40-80 s of it).
+``errata build --bundle-vectors`` (a maintainer's step after ``errata refresh-kb``) writes them from an
+index of the bundled records; a new index folder's build takes a record's or a piece's vector from here
+when its text is the one shipped (the same text hashes the build cache uses), and embeds the rest as
+usual. They are the default embedder's (the int8 ONNX export of the bundled MiniLM: its file is the same
+byte for byte wherever torch, onnx and onnxruntime trace and quantize it alike), stored as float16: the
+rounding (cosine > 0.99999) is far below the int8 model's own (0.994 to the float model).
+
+Files, under ``assistant/data/vectors/``: ``records.npy`` (records, dimension) and ``pieces.npy``
+(records, pieces, dimension), float16; ``vectors.json``: the embedder, the record ids in row order, each
+record's text hash and each piece's (``""``: the record has no such piece), the files' sizes and checksums.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..embedding.text import PIECE_NAMES
+from ..errors import IndexBuildError
+from ..settings import PACKAGE_DIR
+from ..storage.files import atomic_path, describe_file, file_matches
+from .cache import EMBEDDINGS_NAME, PARTIAL_DIR, import_embeddings
+from .faiss_store import MANIFEST_NAME, _read_manifest
+from .pieces import PIECES_MANIFEST, PIECES_NAME, seed_piece_vectors
+
+logger = logging.getLogger(__name__)
+
+BUNDLED_VECTORS_DIR = PACKAGE_DIR / "data" / "vectors"
+MANIFEST = "vectors.json"
+RECORDS = "records.npy"
+PIECES = "pieces.npy"
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class BundledVectors:
+    embedder: str
+    ids: list[str]
+    record_keys: list[str]
+    piece_keys: list[list[str]]
+    records: np.ndarray  # float16 (records, dimension)
+    pieces: np.ndarray  # float16 (records, pieces, dimension)
+
+
+def read_bundled_vectors(folder: Path = BUNDLED_VECTORS_DIR) -> BundledVectors | None:
+    """The shipped vectors, or ``None`` when there are none or a file is not the one the manifest names."""
+    try:
+        meta = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        logger.warning("the bundled vectors' manifest %s is unreadable (%s); embedding every record", folder, exc)
+        return None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("pieces") != list(PIECE_NAMES):
+        return None
+    try:
+        for name in (RECORDS, PIECES):
+            if not file_matches(folder / name, meta["files"][name]):
+                raise ValueError(f"{name} is not the file its manifest names")
+        records = np.load(folder / RECORDS, allow_pickle=False)
+        pieces = np.load(folder / PIECES, allow_pickle=False)
+        count = len(meta["ids"])
+        if records.shape[0] != count or pieces.shape[:2] != (count, len(PIECE_NAMES)):
+            raise ValueError("the vectors do not have a row per record")
+        if len(meta["record_keys"]) != count or len(meta["piece_keys"]) != count:
+            raise ValueError("the manifest does not name a text hash per record")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        logger.warning("the bundled vectors in %s are unusable (%s); embedding every record", folder, exc)
+        return None
+    return BundledVectors(meta["embedder"], meta["ids"], meta["record_keys"], meta["piece_keys"], records, pieces)
+
+
+def seed_index(index_dir: Path, embedder_id: str, folder: Path = BUNDLED_VECTORS_DIR) -> int:
+    """Put the shipped vectors in a new index folder's build cache (records) and piece file (pieces), when
+    they are ``embedder_id``'s; returns how many records' vectors were given. An index folder already built
+    keeps its own vectors (its cache makes a rebuild incremental)."""
+    index_dir = Path(index_dir)
+    fresh = not (index_dir / MANIFEST_NAME).exists() and not (index_dir / PARTIAL_DIR).exists()
+    if not fresh and (index_dir / PIECES_MANIFEST).exists():
+        return 0
+    shipped = read_bundled_vectors(folder)
+    if shipped is None or shipped.embedder != embedder_id:
+        return 0
+    if fresh:
+        import_embeddings(index_dir, embedder_id, shipped.record_keys, shipped.records.astype(np.float32))
+    if not (index_dir / PIECES_MANIFEST).exists():
+        seed_piece_vectors(index_dir, shipped.pieces.astype(np.float32), shipped.ids, shipped.piece_keys, embedder_id)
+    logger.info("took the vectors of %d bundled records from %s", len(shipped.ids), folder)
+    return len(shipped.ids)
+
+
+def write_bundled_vectors(index_dir: Path, embedder_id: str, folder: Path = BUNDLED_VECTORS_DIR) -> int:
+    """Write the vectors of the index built in ``index_dir`` (of the bundled records, by ``embedder_id``)
+    as the shipped ones; returns the number of records."""
+    index_dir = Path(index_dir)
+    manifest, reason = _read_manifest(index_dir, embedder_id)
+    try:
+        pieces_meta = json.loads((index_dir / PIECES_MANIFEST).read_text(encoding="utf-8"))
+        if manifest is None:
+            raise ValueError(reason)
+        records = np.load(index_dir / EMBEDDINGS_NAME, allow_pickle=False)
+        pieces = np.load(index_dir / PIECES_NAME, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        problem = f"no index of {embedder_id} with piece vectors in {index_dir} ({exc}); build it first"
+        raise IndexBuildError(problem) from exc
+    ids, keys = list(manifest["ids"]), list(manifest["text_hashes"])
+    if pieces_meta.get("embedder") != embedder_id or len(pieces_meta["keys"]) != len(ids) or len(records) != len(ids):
+        raise IndexBuildError(f"the vectors in {index_dir} are not one per record of one build; build it again")
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for name, matrix in ((RECORDS, records), (PIECES, pieces)):
+        with atomic_path(folder / name) as tmp:
+            with open(tmp, "wb") as handle:
+                np.save(handle, np.asarray(matrix, dtype=np.float16), allow_pickle=False)
+            files[name] = describe_file(tmp)
+    meta = {
+        "format": FORMAT,
+        "embedder": embedder_id,
+        "pieces": list(PIECE_NAMES),
+        "ids": ids,
+        "record_keys": keys,
+        "piece_keys": pieces_meta["keys"],
+        "files": files,
+    }
+    with atomic_path(folder / MANIFEST) as tmp:
+        tmp.write_text(json.dumps(meta, separators=(",", ":")), encoding="utf-8")
+    return len(ids)

@@ -1,0 +1,134 @@
+"""A new user's first start and a later one, as the issue times them (issue 44: first start <= 30 s on two
+cores, peak <= 800 MB, the serving process <= 400 MB once built).
+
+    python benchmarks/first_start.py [--runs 1] [--kb DIR ...] [--json]
+
+Each run starts ``python app.py`` on a free port with an empty index folder and an empty export cache
+(``XDG_CACHE_HOME``), so everything a fresh clone does happens: the ONNX export, the records, the vectors
+(shipped ones where they match), the signals, gradio. It polls until the chat itself answers (HTTP 200;
+the starting page answers 503) and samples every process of the tree from /proc each 50 ms: the peak RSS
+of any one of them and of all together. Ten seconds after the chat answers it reads the serving process's
+RSS. Then a warm start in the same folders: the seconds until the chat answers and the serving RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def tree(pid: int) -> list[int]:
+    """``pid`` and its descendants, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        todo.extend(children.get(current, []))
+    return out
+
+
+def chat_answers(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1) as reply:
+            return reply.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def start(index: Path, cache: Path, kb: list[str], timeout: float = 600) -> dict[str, float]:
+    port = free_port()
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, str(ROOT / "app.py"), "--port", str(port), "--index", str(index)]
+    for folder in kb:
+        command += ["--kb", folder]
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=log)
+        started = time.perf_counter()
+        peak_one = peak_all = 0
+        try:
+            while not chat_answers(port):
+                if process.poll() is not None:
+                    log.seek(0)
+                    raise SystemExit(f"app.py exited with {process.returncode}: {log.read().decode()[-2000:]}")
+                if time.perf_counter() - started > timeout:
+                    raise SystemExit(f"the chat did not answer within {timeout} s")
+                sizes = [rss_kb(p) for p in tree(process.pid)]
+                peak_one, peak_all = max(peak_one, *sizes), max(peak_all, sum(sizes))
+                time.sleep(0.05)
+            ready = time.perf_counter() - started
+            time.sleep(10)
+            serving = rss_kb(process.pid)
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    mb = 1024
+    peaks = {"peak_process_mb": peak_one / mb, "peak_tree_mb": peak_all / mb}
+    return {"seconds": ready, **peaks, "serving_mb": serving / mb}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--kb", action="append", default=[], help="knowledge-base folder (default: the bundled)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    firsts, warms = [], []
+    for _ in range(args.runs):
+        with tempfile.TemporaryDirectory() as folder:
+            index, cache = Path(folder) / "index", Path(folder) / "cache"
+            firsts.append(start(index, cache, args.kb))
+            warms.append(start(index, cache, args.kb))
+    summary = {
+        kind: {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+        for kind, runs in (("first start", firsts), ("warm start", warms))
+    }
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    print(f"{'':12} {'chat answers':>13} {'peak process':>13} {'peak tree':>10} {'serving':>8}")
+    for kind, row in summary.items():
+        print(
+            f"{kind:12} {row['seconds']:>11.1f} s {row['peak_process_mb']:>10.0f} MB "
+            f"{row['peak_tree_mb']:>7.0f} MB {row['serving_mb']:>5.0f} MB"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
