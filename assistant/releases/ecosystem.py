@@ -28,46 +28,9 @@ from .retired import older_raises, with_older_wordings
 from .scan import DEFAULT_TAG_FORMAT, Scan, cached_scan
 from .versions import resolve_versions
 
-# The covered libraries (their pure-Python distributions: pydantic-ai-slim holds pydantic-ai's code; faiss
-# and tokenizers are compiled and left out) and the pure-Python dependencies their users' tracebacks pass
-# through, with each repository's tag format. Three releases each by default: 31 packages in about 6
-# minutes on 2 cores with an empty cache, 19,318 records (see README, "The ecosystem knowledge base");
-# ``--packages FILE`` takes other ranges (``>=2.0``, ``last:40``, ``minors:12``).
-DEFAULT_RELEASES = "last:3"
-DEFAULT_PACKAGES: tuple[tuple[str, ...], ...] = (  # NAME, TAG_FORMAT[, REPO]
-    ("accelerate", "v{version}"),
-    ("anthropic", "v{version}"),
-    ("crewai", "{version}"),
-    ("datasets", "{version}"),
-    ("dspy", "{version}"),
-    ("fastapi", "{version}"),
-    ("google-adk", "v{version}"),
-    ("gradio", "gradio@{version}"),
-    ("gradio_client", "gradio_client@{version}"),
-    ("httpx", "{version}"),
-    ("huggingface_hub", "v{version}"),
-    ("instructor", "{version}"),
-    ("langgraph", "{version}"),
-    ("mcp", "v{version}"),
-    ("ollama", "v{version}"),
-    ("openai", "v{version}"),
-    ("openai-agents", "v{version}"),
-    ("peft", "v{version}"),
-    ("pydantic", "v{version}"),
-    ("pydantic-ai-slim", "v{version}"),
-    ("pytest", "{version}"),
-    ("qdrant-client", "v{version}"),
-    ("requests", "v{version}"),
-    ("sentence-transformers", "v{version}"),
-    ("slack-bolt", "v{version}"),
-    ("smolagents", "v{version}", "huggingface/smolagents"),  # its metadata names no repository
-    ("urllib3", "{version}"),
-    # Dependencies.
-    ("fsspec", "{version}"),
-    ("h11", "v{version}"),
-    ("httpcore", "{version}"),
-    ("starlette", "{version}"),
-)
+# The packages read by default, each with its releases, tag format and why it is there: a data file
+# (``packages.txt``; ``--packages FILE`` takes another in the same form).
+PACKAGES_FILE = Path(__file__).with_name("packages.txt")
 
 
 @dataclass(frozen=True)
@@ -130,7 +93,9 @@ def read_targets(path: str | Path) -> list[Target]:
 
 
 def default_targets() -> list[Target]:
-    return [Target(name, DEFAULT_RELEASES, *rest) for name, *rest in DEFAULT_PACKAGES]
+    """The packages of ``packages.txt``: the curated libraries, their dependencies, the AI stack and the
+    distributions people install most whose code is Python."""
+    return read_targets(PACKAGES_FILE)
 
 
 def release_task(

@@ -35,7 +35,7 @@ Scan = dict[str, Any]
 def release_tag(version: str, tag_format: str = DEFAULT_TAG_FORMAT) -> str:
     """The git tag a release is *guessed* to have: ``v{version}`` by default (some projects, httpx among
     them, tag bare ``{version}``; pass ``tag_format``). Nothing checks that the tag exists."""
-    return tag_format.format(version=version)
+    return tag_format.format(version=version, version_=version.replace(".", "_"))
 
 
 def scan_archive(
