@@ -39,6 +39,9 @@ class Retrieval:
     hits: list[Hit]
     confidence: float
     confident: bool
+    # The library whose own cause errata has no record of, when the first record is only Python's general
+    # explanation of an error raised inside or through it (retrieval.ownership.unrecorded_owner).
+    general_for: str | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,7 @@ class Answer:
     grounded: bool = False
     model: str | None = None
     notes: tuple[str, ...] = ()
+    general_for: str | None = None  # as in Retrieval: the answer is a general explanation, not this library's cause
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view, as ``errata ask --json`` prints it."""
@@ -81,6 +85,7 @@ class Answer:
             "grounded": self.grounded,
             "model": self.model,
             "notes": list(self.notes),
+            "generalFor": self.general_for,
             "citations": [c.to_dict() for c in self.citations],
             "hits": [h.to_dict() for h in self.hits],
         }

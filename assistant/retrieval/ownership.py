@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..knowledge.records import Record
+from ..parse.frames import SITE_PACKAGES_RE
 from ..parse.query import Query
 from .candidates import NONE
 from .features import Found
@@ -150,3 +151,23 @@ class PythonOwnership:
     def _search(self, source: str, text: str) -> bool:
         pattern = compile_pattern(source)
         return pattern is not None and self.matcher.search(pattern, text)
+
+
+def unrecorded_owner(query: Query, record: Record) -> str | None:
+    """The library whose own cause errata has no record of, when ``record`` (the best) is Python's and the
+    error was raised inside or through that library: the exception's module is the library's
+    (``jinja2.exceptions.TemplateNotFound``), or the innermost frame not Python's own is the library's
+    (a ``KeyError`` inside langgraph). Python's record then explains the error in general, not its cause
+    there. ``None`` where Python's record is the answer (an error in the user's own code) or is not first."""
+    if record.repo != PYTHON_REPO:
+        return None
+    qualname = query.exception_qualname or ""
+    if "." in qualname and qualname.split(".")[0] not in _STDLIB:
+        return qualname.split(".")[0]
+    for frame in reversed(query.frames):  # innermost first
+        found = SITE_PACKAGES_RE.search(frame.file.replace("\\", "/"))
+        if found:
+            return found.group("lib")
+        if not frame.in_library:  # the user's code raised it
+            return None
+    return None

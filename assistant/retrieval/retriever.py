@@ -57,7 +57,7 @@ from .confidence import SHORT_QUERY_CONFIDENCE, confidence_features, sigmoid, to
 from .features import Found, Heads, Scored, bm25_sum, piece_cosines, why
 from .matching import COMPILED_PATTERNS, PATTERN_TEXT_CHARS, PatternMatcher
 from .mentions import LibraryMentions, library_aliases
-from .ownership import PythonOwnership
+from .ownership import PythonOwnership, unrecorded_owner
 from .partial_messages import PartialMessages, matching_alone, own_length, pattern_messages
 from .pattern_owners import pattern_owners
 from .patterns import text_words
@@ -398,7 +398,8 @@ class Retriever:
         hits = [
             Hit(self.records[scored.position(j)], float(scored.scores[j]), why(scored.features[j])) for j in order[:k]
         ]
-        return Retrieval(hits, confidence, confidence >= self.confidence_threshold)
+        general_for = unrecorded_owner(query, hits[0].record) if hits else None
+        return Retrieval(hits, confidence, confidence >= self.confidence_threshold, general_for)
 
     def _bare_unknown_class(self, query: Query) -> bool:
         """An error line that is only a class no record has (``PanicException`` closing a cut traceback):

@@ -68,5 +68,6 @@ def prefer_installed(retrieval: Retrieval, installed: Mapping[str, str] | None) 
     for i, hit in enumerate(hits[1:], start=1):
         if hit.record.repo == hits[0].record.repo and fits(hit.record, installed):
             moved: list[Hit] = [hit, *hits[:i], *hits[i + 1 :]]
-            return replace(retrieval, hits=moved)
+            general_for = retrieval.general_for if moved[0].record.repo == retrieval.hits[0].record.repo else None
+            return replace(retrieval, hits=moved, general_for=general_for)
     return retrieval

@@ -1,0 +1,48 @@
+"""An answer that is only Python's general explanation of an error a library raised says so first."""
+
+from __future__ import annotations
+
+from assistant.answering.draft import build_messages
+from assistant.parse.query import parse_query
+from assistant.retrieval.ownership import PYTHON_REPO, unrecorded_owner
+
+INSIDE_A_LIBRARY = """Traceback (most recent call last):
+  File "/home/me/agent/run.py", line 12, in <module>
+    row = table.get(doc_id=3)
+  File "/usr/lib/python3.11/site-packages/tinydb/table.py", line 400, in get
+    checkpoint_id = config["configurable"]["checkpoint_id"]
+KeyError: 'checkpoint_id'"""
+
+IN_MY_CODE = """Traceback (most recent call last):
+  File "/home/me/agent/run.py", line 12, in <module>
+    checkpoint_id = config["configurable"]["checkpoint_id"]
+KeyError: 'checkpoint_id'"""
+
+
+def test_pythons_record_of_an_error_raised_in_a_library_is_a_general_answer(assistant):
+    answer = assistant.ask(INSIDE_A_LIBRARY)
+    assert answer.hits[0].record.repo == PYTHON_REPO and answer.confidence >= assistant.settings.confidence_threshold
+    assert answer.general_for == "tinydb" and answer.to_dict()["generalFor"] == "tinydb"
+    first_line = answer.text.split("\n\n")[0]
+    assert first_line.startswith("_Python's general explanation of this KeyError")
+    assert "no record of tinydb's own cause" in first_line
+    query, retrieval = assistant.retrieve(INSIDE_A_LIBRARY)
+    prompt = build_messages(query, retrieval)[1]["content"]
+    assert "errata has no record of tinydb's own cause. Say so in your first sentence" in prompt
+
+
+def test_the_same_error_in_the_users_own_code_is_answered_by_pythons_record_plainly(assistant):
+    answer = assistant.ask(IN_MY_CODE)
+    assert answer.hits[0].record.repo == PYTHON_REPO and answer.general_for is None
+    assert "general explanation" not in answer.text and answer.to_dict()["generalFor"] is None
+    query, retrieval = assistant.retrieve(IN_MY_CODE)
+    assert "Say so in your first sentence" not in build_messages(query, retrieval)[1]["content"]
+
+
+def test_a_librarys_exception_class_names_the_library(assistant):
+    python_record = next(r for r in assistant.records if r.repo == PYTHON_REPO and r.error_class == "ImportError")
+    library_record = next(r for r in assistant.records if r.repo != PYTHON_REPO)
+    query = parse_query("jinja2.exceptions.TemplateNotFound: home.html")
+    assert unrecorded_owner(query, python_record) == "jinja2"
+    assert unrecorded_owner(query, library_record) is None  # a library's own record is no general answer
+    assert unrecorded_owner(parse_query("json.decoder.JSONDecodeError: Expecting value"), python_record) is None
