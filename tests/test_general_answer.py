@@ -46,3 +46,21 @@ def test_a_librarys_exception_class_names_the_library(assistant):
     assert unrecorded_owner(query, python_record) == "jinja2"
     assert unrecorded_owner(query, library_record) is None  # a library's own record is no general answer
     assert unrecorded_owner(parse_query("json.decoder.JSONDecodeError: Expecting value"), python_record) is None
+
+
+RAISED_IN_A_PACKAGE = """Traceback (most recent call last):
+  File "/home/me/app.py", line 5, in <module>
+    result = client.predict("hi", api_name="/chat")
+  File "/usr/lib/python3.11/site-packages/gradio_client/compatibility.py", line 120, in _predict
+    raise KeyError(f"Could not find 'data' key in response. Response received: {result}")
+KeyError: "Could not find 'data' key in response. Response received: {'detail': 'Not Found'}\""""
+
+
+def test_a_package_raising_a_builtin_class_is_not_answered_by_another_librarys_record_worded_as_pythons(assistant):
+    """pandas' ``KeyError: '{key}'`` reads like Python's own KeyError; gradio_client's raise is not pandas'."""
+    (twin,) = [r for r in assistant.records if r.repo == "pandas-dev/pandas" and r.error_message == "{key}"]
+    ids = [h.record.id for h in assistant.search(RAISED_IN_A_PACKAGE)]
+    assert twin.id not in ids
+    # Where pandas is in play, its record still answers a bare KeyError.
+    in_pandas = RAISED_IN_A_PACKAGE.replace("gradio_client/compatibility.py", "pandas/core/indexes/base.py")
+    assert twin.id in [h.record.id for h in assistant.search(in_pandas)]

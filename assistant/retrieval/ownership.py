@@ -125,9 +125,11 @@ class PythonOwnership:
             # A library's own exception (``httpx.ConnectTimeout: timed out``): Python's records of other
             # classes are not what raised it, however their generic patterns read.
             return self.python[self._class_of != query.exception_class], False
-        if raised_by_a_package(query):
-            return self.python, False
         twins = self._wording_twins(query.exception_class or "")
+        if raised_by_a_package(query):
+            # A package raised a built-in class with its own message: not Python's records, nor another
+            # library's worded as Python's own (pandas' ``KeyError: '{key}'`` for gradio_client's raise).
+            return np.union1d(self.python, twins if found.known is None else np.setdiff1d(twins, found.known)), False
         if found.known is not None and not query.frames:
             # A library named with no traceback to tell: its records may answer, but not another library's
             # worded as Python's own message (``KeyError: '__start__'`` in a question about LangGraph).
