@@ -64,20 +64,21 @@ def test_a_new_index_takes_the_shipped_vectors_and_embeds_only_a_changed_record(
 def test_shipped_vectors_that_are_damaged_or_of_another_model_are_not_used(tmp_path, caplog):
     folder = tmp_path / "vectors"
     shutil.copytree(BUNDLED_VECTORS_DIR, folder)
-    assert seed_index(tmp_path / "other-model", "bundled:all-MiniLM-L6-v2", folder) == 0
+    records = RecordShelf.load(kb_files([BUNDLED_KB_DIR]))
+    assert seed_index(tmp_path / "other-model", "bundled:all-MiniLM-L6-v2", records, folder) == 0
     assert not (tmp_path / "other-model").exists()
     data = (folder / RECORDS).read_bytes()
     (folder / RECORDS).write_bytes(data[: len(data) // 2])
     with caplog.at_level(logging.WARNING):
         assert read_bundled_vectors(folder) is None
-        assert seed_index(tmp_path / "index", DEFAULT_EMBEDDER, folder) == 0
+        assert seed_index(tmp_path / "index", DEFAULT_EMBEDDER, records, folder) == 0
     assert "unusable" in caplog.text and "records.npy" in caplog.text
     # An index folder already built keeps its own vectors.
     built = tmp_path / "built"
     built.mkdir()
     (built / MANIFEST_NAME).write_text("{}")
     (built / "pieces.json").write_text("{}")
-    assert seed_index(built, DEFAULT_EMBEDDER) == 0
+    assert seed_index(built, DEFAULT_EMBEDDER, records) == 0
 
 
 def test_a_failed_export_step_says_why(tmp_path):

@@ -17,18 +17,21 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..embedding.text import PIECE_NAMES
+from ..embedding.text import PIECE_NAMES, piece_texts
 from ..errors import IndexBuildError
+from ..knowledge.records import Record
 from ..settings import PACKAGE_DIR
 from ..storage.files import atomic_path, describe_file, file_matches
 from .cache import EMBEDDINGS_NAME, PARTIAL_DIR, import_embeddings
 from .faiss_store import MANIFEST_NAME, _read_manifest
 from .pieces import PIECES_MANIFEST, PIECES_NAME, seed_piece_vectors
+from .store import embedding_key, text_key
 
 logger = logging.getLogger(__name__)
 
@@ -77,10 +80,10 @@ def read_bundled_vectors(folder: Path = BUNDLED_VECTORS_DIR) -> BundledVectors |
     return BundledVectors(meta["embedder"], meta["ids"], meta["record_keys"], meta["piece_keys"], records, pieces)
 
 
-def seed_index(index_dir: Path, embedder_id: str, folder: Path = BUNDLED_VECTORS_DIR) -> int:
-    """Put the shipped vectors in a new index folder's build cache (records) and piece file (pieces), when
-    they are ``embedder_id``'s; returns how many records' vectors were given. An index folder already built
-    keeps its own vectors (its cache makes a rebuild incremental)."""
+def seed_index(index_dir: Path, embedder_id: str, records: Sequence[Record], folder: Path = BUNDLED_VECTORS_DIR) -> int:
+    """Put the shipped vectors of ``records`` (those bundled, with the text they were shipped with) in a new
+    index folder's build cache and piece file, when they are ``embedder_id``'s; returns how many records'
+    vectors were given. An index folder already built keeps its own (its cache makes a rebuild incremental)."""
     index_dir = Path(index_dir)
     fresh = not (index_dir / MANIFEST_NAME).exists() and not (index_dir / PARTIAL_DIR).exists()
     if not fresh and (index_dir / PIECES_MANIFEST).exists():
@@ -88,12 +91,26 @@ def seed_index(index_dir: Path, embedder_id: str, folder: Path = BUNDLED_VECTORS
     shipped = read_bundled_vectors(folder)
     if shipped is None or shipped.embedder != embedder_id:
         return 0
+    row_of = {record_id: row for row, record_id in enumerate(shipped.ids)}
+    ids = records.ids() if hasattr(records, "ids") else [r.id for r in records]
+    rows, keys, pieces = [], [], []  # the shipped rows whose record is here with the text it was shipped with
+    for position, record_id in enumerate(ids):
+        row = row_of.get(record_id)
+        if row is None or embedding_key(records[position]) != shipped.record_keys[row]:
+            continue
+        piece_keys = [text_key(t) if t else "" for t in piece_texts(records[position])]
+        rows.append(row)
+        keys.append(shipped.record_keys[row])
+        pieces.append(piece_keys if piece_keys == shipped.piece_keys[row] else [""] * len(piece_keys))
+    if not rows:
+        return 0
     if fresh:
-        import_embeddings(index_dir, embedder_id, shipped.record_keys, shipped.records.astype(np.float32))
+        import_embeddings(index_dir, embedder_id, keys, shipped.records[rows].astype(np.float32))
     if not (index_dir / PIECES_MANIFEST).exists():
-        seed_piece_vectors(index_dir, shipped.pieces.astype(np.float32), shipped.ids, shipped.piece_keys, embedder_id)
-    logger.info("took the vectors of %d bundled records from %s", len(shipped.ids), folder)
-    return len(shipped.ids)
+        matrix = shipped.pieces[rows].astype(np.float32)
+        seed_piece_vectors(index_dir, matrix, [shipped.ids[row] for row in rows], pieces, embedder_id)
+    logger.info("took the vectors of %d bundled records from %s", len(rows), folder)
+    return len(rows)
 
 
 def write_bundled_vectors(index_dir: Path, embedder_id: str, folder: Path = BUNDLED_VECTORS_DIR) -> int:

@@ -98,7 +98,7 @@ def open_knowledge_base(
         shelf = RecordShelf.load(files, strict=settings.strict, report=report)
         signals, saved_stamp = None, None
     if not settings.store and not force:
-        seed_index(index_dir, embedder.model_id)  # the bundled records' shipped vectors, in a new index folder
+        seed_index(index_dir, embedder.model_id, shelf)  # the bundled records' shipped vectors, in a new folder
     vector_index, build = open_index(
         shelf, embedder, index_dir, show_progress=show_progress, force=force, store=settings.store
     )
