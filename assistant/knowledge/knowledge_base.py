@@ -36,6 +36,7 @@ from ..settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR, PACKAGE_DIR, Settings
 from ..storage.checksums import record_checksums, verify_checksums
 from ..storage.files import atomic_path, build_lock
 from ..storage.shelf import RecordShelf
+from .checked import CHECKED_NAME, write_checked
 from .child_build import build_in_child as build_child
 from .records import LoadReport, kb_files, load_records
 
@@ -260,10 +261,20 @@ def refresh_bundled_kb(
     records = load_records([source], strict=True)
     report = RefreshReport(records=len(records))
     _mirror(kb_files([source]), target, report)
+    mark_checked(target)
     eval_dir = Path(source).parent / "eval"
     if eval_dir.is_dir():
         _mirror(sorted(eval_dir.glob("*.jsonl")), eval_target, report)
     return report
+
+
+def mark_checked(folder: Path = BUNDLED_KB_DIR) -> None:
+    """Validate every record file under ``folder`` strictly (patterns timed on hostile texts) and name them in
+    its ``checked.json``, so a start loads them without checking again (checked.py)."""
+    (Path(folder) / CHECKED_NAME).unlink(missing_ok=True)  # nothing trusted while it is checked
+    files = kb_files([folder])
+    load_records(files, strict=True)
+    write_checked(folder, files)
 
 
 def _mirror(files: list[Path], target: Path, report: RefreshReport) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import KnowledgeBaseError
+from .checked import checked_files
 from .pattern_safety import unbounded_reason
 
 logger = logging.getLogger(__name__)
@@ -240,7 +241,9 @@ def scan_records(
     report = report if report is not None else LoadReport()
     seen: dict[str, tuple[str, bool]] = {}  # id -> where it was first, and whether it was ingested
     found = 0
-    for path in kb_files(paths):
+    files = kb_files(paths)
+    checked = checked_files(files)  # the package's own files, checked when written (checked.py)
+    for path in files:
         report.files.append(path)
         try:
             handle = path.open("rb")
@@ -260,7 +263,7 @@ def scan_records(
                 if not line.strip():
                     continue
                 try:
-                    record = parse_line(line, where)
+                    record = parse_line(line, where, check_pattern=path not in checked)
                 except ValueError as exc:
                     _problem(report, strict, f"{where}: {exc}")
                     continue
