@@ -88,16 +88,19 @@ def main() -> int:
     parser.add_argument("--kb", type=Path, required=True, help="the release-built records (a folder)")
     parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "errata" / "ingested-vectors")
     parser.add_argument("--dev-labels", type=Path, help="label_ingested.py's output for this build")
+    parser.add_argument("--only", choices=("with", "without"), help="build and measure one of the two")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     kb = [BUNDLED_KB_DIR, args.kb]
     results = {}
-    zeroed = args.work / "without-ingested-vectors"
-    if not (zeroed / "manifest.json").exists():
-        print(f"zero vectors for {zero_ingested(kb, zeroed)} release-built records", file=sys.stderr)
-    results["without"] = measure(kb, zeroed, args.dev_labels)
-    print(json.dumps({"without": results["without"]}), file=sys.stderr)
-    results["with"] = measure(kb, args.work / "with-ingested-vectors", args.dev_labels)
+    if args.only != "with":
+        zeroed = args.work / "without-ingested-vectors"
+        if not (zeroed / "manifest.json").exists():
+            print(f"zero vectors for {zero_ingested(kb, zeroed)} release-built records", file=sys.stderr)
+        results["without"] = measure(kb, zeroed, args.dev_labels)
+        print(json.dumps({"without": results["without"]}), file=sys.stderr)
+    if args.only != "without":
+        results["with"] = measure(kb, args.work / "with-ingested-vectors", args.dev_labels)
     if args.json:
         print(json.dumps(results))
         return 0
