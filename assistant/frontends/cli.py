@@ -134,6 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--package", help="an installed package to read instead of PATH, e.g. slack_bolt")
     p.add_argument("--repo", help="OWNER/NAME the records name (default: from the package's metadata)")
     p.add_argument("--sha", help="commit of the source, for githubUrl links")
+    compiled = "read only the Python, not the C, Cython and Rust"
+    p.add_argument("--no-compiled", dest="compiled", action="store_false", help=compiled)
     p.add_argument("--enrich", action="store_true", help="have the configured LLM write documentation and fixes")
     p.add_argument("--model", help="litellm model name for --enrich (default: settings.model)")
     p.add_argument("--api-base", dest="api_base", help="API base URL for the model")
@@ -221,6 +223,8 @@ def _add_releases_flags(p: argparse.ArgumentParser, ingest: bool = True) -> None
             ", 'minors:N' (the newest of each of the last N minor versions) or 'spread:N' (N evenly spaced over all)",
         )
         p.add_argument("--tag-format", dest="tag_format", help="git tag of a release for links (default 'v{version}')")
+        sdists = "also fetch each binary wheel's sdist and read its C, Cython and Rust (slow: pip prepares it)"
+        p.add_argument("--compiled-sdists", action="store_true", help=sdists)
     p.add_argument(
         "--releases-cache",
         dest="releases_cache",
@@ -233,7 +237,7 @@ def _add_releases_flags(p: argparse.ArgumentParser, ingest: bool = True) -> None
         action="append",
         default=[],
         metavar="ARG",
-        help="extra pip option, e.g. --no-index",
+        help="extra pip option, joined with '=' as it starts with '-': --pip-arg=--no-index (repeatable)",
     )
 
 
@@ -354,6 +358,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
         settings=settings,
         batch_size=args.batch_size,
         show_progress=sys.stderr.isatty(),
+        compiled=args.compiled,
     )
     print(json.dumps(report.to_dict()) if args.json else f"{report.summary()} -> {args.output}")
     return 0

@@ -30,6 +30,10 @@ class IngestReport:
     kept_enriched: int = 0
     enriched: int = 0
     enrich_failed: int = 0
+    # Compiled sources (C/C++, Cython, Rust): files read and records per language; their records are counted
+    # in ``records`` too.
+    compiled_files: int = 0
+    compiled_records: Counter[str] = field(default_factory=Counter)
 
     @property
     def skipped_total(self) -> int:
@@ -41,6 +45,11 @@ class IngestReport:
         text += f"; skipped {self.skipped_total} message(s)" + (f" ({reasons})" if reasons else "")
         if self.unparsable_files:
             text += f"; {len(self.unparsable_files)} file(s) could not be parsed"
+        if self.compiled_files:
+            names = {"c": "C/C++", "cython": "Cython", "rust": "Rust"}
+            languages = ", ".join(f"{names.get(k, k)} {n}" for k, n in sorted(self.compiled_records.items()))
+            text += f"; {sum(self.compiled_records.values())} from {self.compiled_files} compiled source file(s)"
+            text += f" ({languages})" if languages else ""
         if self.kept_enriched or self.enriched or self.enrich_failed:
             text += f"; enriched {self.enriched} now, kept {self.kept_enriched} enriched earlier"
             text += f", {self.enrich_failed} left as extracted after invalid replies" if self.enrich_failed else ""
@@ -58,6 +67,8 @@ class IngestReport:
             "kept_enriched": self.kept_enriched,
             "enriched": self.enriched,
             "enrich_failed": self.enrich_failed,
+            "compiled_files": self.compiled_files,
+            "compiled_records": dict(self.compiled_records),
         }
 
 

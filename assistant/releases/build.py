@@ -62,15 +62,17 @@ def scan_releases(
     tag_format: str = DEFAULT_TAG_FORMAT,
     show_progress: bool = False,
     on_release: Callable[[Scan], None] | None = None,
+    compiled_sources: bool = False,
 ) -> list[Scan]:
-    """Download (or reuse) and scan each release, oldest first, with a progress bar over releases."""
+    """Download (or reuse) and scan each release, oldest first, with a progress bar over releases;
+    ``compiled_sources``: the sdist of a binary wheel too, for its C, Cython and Rust messages."""
     from tqdm.auto import tqdm
 
     scans = []
     bar = tqdm(versions, desc=f"{package} releases", unit="release", disable=not show_progress)
     for version in bar:
         bar.set_postfix_str(version)
-        archive = download_release(package, version, cache, pip_args)
+        archive = download_release(package, version, cache, pip_args, compiled_sources=compiled_sources)
         scan = cached_scan(archive, cache, repo=repo, tag_format=tag_format)
         scans.append(scan)
         if on_release is not None:
@@ -126,6 +128,7 @@ def ingest_releases(
     repo: str | None = None,
     tag_format: str = DEFAULT_TAG_FORMAT,
     show_progress: bool = False,
+    compiled_sources: bool = False,
 ) -> tuple[list[Record], ReleasesReport]:
     """Records for every raise in the releases of ``package`` that ``spec`` names, and for its API changes."""
     started = time.perf_counter()
@@ -133,7 +136,14 @@ def ingest_releases(
     versions = resolve_versions(package, spec, pip_args)
     report = ReleasesReport(package=package)
     scans = scan_releases(
-        package, versions, cache=cache, pip_args=pip_args, repo=repo, tag_format=tag_format, show_progress=show_progress
+        package,
+        versions,
+        cache=cache,
+        pip_args=pip_args,
+        repo=repo,
+        tag_format=tag_format,
+        show_progress=show_progress,
+        compiled_sources=compiled_sources,
     )
     for scan in scans:
         report.releases.append(

@@ -32,6 +32,7 @@ def ingest_releases_command(args: argparse.Namespace, settings: Settings) -> int
         show_progress=sys.stderr.isatty(),
         enrich_with=settings if args.enrich else None,
         batch_size=args.batch_size,
+        compiled_sources=args.compiled_sdists,
     )
     print(json.dumps(report.to_dict()) if args.json else f"{report.summary()} -> {args.output}")
     return 0

@@ -22,11 +22,13 @@ from ..ingest.extract import find_in_source, package_helpers
 from ..ingest.raises import Origin, make_record
 from ..storage.files import sha256_file
 from .archive import ReleaseArchive, read_archive
+from .compiled_sdist import compiled_entries
+from .download import sdist_beside
 from .surface import read_surface
 
 # Bump when what a scan finds changes, so cached scans are made again.
-SCAN_VERSION = 6  # 5: bounded message patterns (ingest.messages.bounded_message_pattern); 6: messages
-# passed inside a data object (ingest.extract)
+SCAN_VERSION = 7  # 5: bounded message patterns (ingest.messages.bounded_message_pattern); 6: messages
+# passed inside a data object (ingest.extract); 7: compiled sources from the sdist (.compiled_sdist)
 DEFAULT_TAG_FORMAT = "v{version}"
 
 Scan = dict[str, Any]
@@ -49,9 +51,9 @@ def scan_archive(
     tag = release_tag(archive.version, tag_format)
     analyzed_at = analyzed_at or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     modules, unparsable = _parse(archive)
-    entries, skipped = _findings(
-        archive, modules, Origin(repo=repo, sha=tag, package=_main_package(archive)), analyzed_at
-    )
+    origin = Origin(repo=repo, sha=tag, package=_main_package(archive))
+    entries, skipped = _findings(archive, modules, origin, analyzed_at)
+    compiled, compiled_report = compiled_entries(Path(path), archive.name, archive.version, origin, analyzed_at)
     return {
         "scanVersion": SCAN_VERSION,
         "name": archive.name,
@@ -62,13 +64,14 @@ def scan_archive(
         "prefix": archive.prefix,
         "archive": Path(path).name,
         "analyzedAt": analyzed_at,
-        "entries": entries,
+        "entries": entries + compiled,
         "surface": read_surface((rel, tree) for rel, _source, tree in modules),
         "report": {
             "files": len(archive.sources),
-            "records": len(entries),
+            "records": len(entries) + len(compiled),
             "skipped": dict(skipped),
             "unparsable_files": unparsable,
+            **compiled_report,
             "seconds": round(time.perf_counter() - started, 3),
         },
     }
@@ -77,6 +80,9 @@ def scan_archive(
 def cached_scan(path: Path, cache: Path, repo: str | None = None, tag_format: str = DEFAULT_TAG_FORMAT) -> Scan:
     """:func:`scan_archive`, kept in ``cache/scans/<sha256>.json`` and read from there next time."""
     key = f"{sha256_file(path)}-v{SCAN_VERSION}"
+    sdist = sdist_beside(Path(path)) if str(path).endswith(".whl") else None
+    if sdist is not None:  # the compiled sources read beside a binary wheel
+        key += "-" + sha256_file(sdist)[:12]
     if repo or tag_format != DEFAULT_TAG_FORMAT:
         key += "-" + file_hash_text(f"{repo}\n{tag_format}")
     target = Path(cache).expanduser() / "scans" / f"{key}.json"

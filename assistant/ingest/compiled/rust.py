@@ -1,0 +1,217 @@
+"""Messages raised from Rust through PyO3: ``PyValueError::new_err(...)``, ``PyErr::new::<PyTypeError, _>(...)``,
+a crate's own exception types (``PydanticSerializationError::new_err``), and the error enums a crate maps
+to Python classes (``impl From<MyError> for PyErr``), whose variants' messages come from thiserror's
+``#[error("...")]`` or a ``Display`` impl's ``write!(f, "...")``.
+
+A message may be a literal, ``format!`` with positional, indexed, named or captured arguments (``{}``,
+``{0}``, ``{name}``, ``{:?}``), or ``"...".to_string()``. PyO3's ``PyValueError`` prints as ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from ..extract import Finding
+from ..messages import Part, is_retrievable
+from .blocks import Blocks
+from .lexing import Source, one_line
+from .templates import brace_parts, message_finding, rust_literal
+
+_NEW_ERR_RE = re.compile(r"(?<![\w])((?:[\w]+::)*)(\w+)\s*::\s*new_err\s*\(")
+_PYERR_NEW_RE = re.compile(r"\bPyErr\s*::\s*new\s*::\s*<\s*([\w:]+)\s*,\s*_\s*>\s*\(")
+_EXCEPTION_NAME_RE = re.compile(r"(?:Error|Exception|Warning|Exit|Interrupt)$")
+_FROM_IMPL_RE = re.compile(r"\bimpl\s+(?:[\w:]+::)?From\s*<\s*(?:[\w:]+::)?(\w+)\s*>\s+for\s+(?:[\w:]+::)?PyErr\b")
+_DISPLAY_IMPL_RE = re.compile(r"\bimpl\s+(?:[\w:]+::)?Display\s+for\s+(?:[\w:]+::)?(\w+)\b")
+_ENUM_RE = re.compile(r"\benum\s+(\w+)[^{;]*\{")
+_ERROR_ATTR_RE = re.compile(r"#\[\s*error\s*\(")
+_VARIANT_RE = re.compile(r"\s*(?:#\[[^\]]*\]\s*)*(\w+)")
+_FORMAT_MACROS = ("format", "format_args")
+
+
+def python_class(name: str) -> str:
+    """PyO3's ``PyValueError`` (or ``exceptions::PyValueError``) prints as ``ValueError``; a crate's own
+    exception type keeps its name."""
+    if name.startswith("Py") and name[2:3].isupper() and _EXCEPTION_NAME_RE.search(name):
+        return name[2:]
+    return name
+
+
+def find_in_rust(text: str) -> tuple[list[Finding], Counter[str]]:
+    """Every message one Rust file raises into Python, and why others were skipped."""
+    source = Source(text, "rust")
+    reader = _Reader(source)
+    mappings = [(open_at, source.closing(open_at)) for open_at in reader.from_impls()]
+    for m in _NEW_ERR_RE.finditer(source.masked):
+        if any(start < m.start() < end for start, end in mappings):
+            continue  # err.to_string() of an error enum: its variants' messages are read by enums()
+        if _EXCEPTION_NAME_RE.search(m.group(2)) or m.group(2).startswith("Py"):
+            reader.call(python_class(m.group(2)), m.start(), m.end() - 1)
+    for m in _PYERR_NEW_RE.finditer(source.masked):
+        reader.call(python_class(m.group(1).split("::")[-1]), m.start(), m.end() - 1)
+    reader.enums()
+    reader.findings.sort(key=lambda f: f.line)
+    return reader.findings, reader.skipped
+
+
+class _Reader:
+    def __init__(self, source: Source):
+        self.source = source
+        self.blocks = Blocks(source)
+        self.findings: list[Finding] = []
+        self.skipped: Counter[str] = Counter()
+
+    def text(self, span: tuple[int, int]) -> str:
+        return self.source.text[span[0] : span[1]]
+
+    def call(self, error_class: str, start: int, open_at: int) -> None:
+        close = self.source.closing(open_at)
+        args = self.source.split(open_at + 1, close)
+        if not args:
+            self.skipped["without a message"] += 1
+            return
+        parts = self.message(args[0])
+        if parts is not None and any(isinstance(p, str) and p.strip() for p in parts):
+            self.add(error_class, parts, start, close, [])
+        elif parts is None:
+            self.skipped["not a literal message"] += 1
+        else:
+            self.skipped["too generic"] += 1
+
+    def add(self, error_class: str, parts: list[Part], start: int, end: int, guards: list[str]) -> None:
+        if not is_retrievable(parts):
+            self.skipped["too generic"] += 1
+            return
+        qualname, around = self.blocks.context(start)
+        line, end_line = self.source.line(start), self.source.line(end)
+        self.findings.append(
+            message_finding("exception", error_class, parts, line, end_line, qualname, around + guards)
+        )
+
+    def literal(self, span: tuple[int, int]) -> str | None:
+        """The text of a string literal (plain, raw ``r#"..."#`` or byte), or None for anything else."""
+        start, end = self.source.trim(*span)
+        expr = self.text((start, end))
+        m = re.fullmatch(r'b?(r#*)?"(.*)"#*', expr, re.S)
+        if m is None:
+            return None
+        return m.group(2) if m.group(1) else rust_literal(m.group(2))
+
+    def message(self, span: tuple[int, int]) -> list[Part] | None:
+        """``"..."``, ``"...".to_string()``/``.to_owned()``/``.into()``, ``String::from("...")``, ``&...``,
+        ``format!(...)``; None for anything else (a variable, ``e.to_string()``)."""
+        start, end = self.source.trim(*span)
+        masked = self.source.masked
+        while masked[start] == "&":
+            start += 1
+        expr = masked[start:end]
+        literal = self.literal((start, end))
+        if literal is not None:
+            return [literal]
+        m = re.search(r"\.\s*(?:to_string|to_owned|into)\s*\(\s*\)$", expr)
+        if m:
+            return self.message((start, start + m.start()))
+        m = re.match(r"(?:String::from|std::string::String::from)\s*\(", expr)
+        if m and self.source.closing(start + m.end() - 1) == end - 1:
+            return self.message((start + m.end(), end - 1))
+        m = re.match(r"(?:(?:std|alloc)::)?(\w+)\s*!\s*[(\[{]", expr)
+        if m and m.group(1) in _FORMAT_MACROS and self.source.closing(start + m.end() - 1) == end - 1:
+            return self.format_args(start + m.end(), end - 1)
+        if expr.startswith("(") and self.source.closing(start) == end - 1:
+            return self.message((start + 1, end - 1))
+        return None
+
+    def format_args(self, start: int, end: int, skip: int = 0) -> list[Part] | None:
+        """The parts of ``format!``'s arguments (after ``skip`` leading ones, ``write!``'s ``f``)."""
+        args = self.source.split(start, end)[skip:]
+        if not args:
+            return None
+        fmt = self.literal(args[0])
+        if fmt is None:
+            return None
+        positional: list[str] = []
+        named: dict[str, str] = {}
+        for arg in args[1:]:
+            text = self.text(arg)
+            m = re.match(r"\s*([A-Za-z_]\w*)\s*=(?!=)\s*(.*)", text, re.S)
+            if m:
+                named[m.group(1)] = one_line(m.group(2))
+            else:
+                positional.append(one_line(text))
+        return brace_parts(fmt, positional, named)
+
+    # ------------------------------------------------------------------ error enums
+
+    def from_impls(self) -> dict[int, str]:
+        """Where each ``impl From<E> for PyErr`` body opens, and E."""
+        masked = self.source.masked
+        found = {}
+        for impl in _FROM_IMPL_RE.finditer(masked):
+            open_at = masked.find("{", impl.end())
+            if open_at >= 0:
+                found[open_at] = impl.group(1)
+        return found
+
+    def enums(self) -> None:
+        """Variants' messages of each enum a ``From<E> for PyErr`` impl maps, with the class it maps them to."""
+        for open_at, enum in self.from_impls().items():
+            classes = self._arm_classes(open_at, self.source.closing(open_at))
+            messages = self._variant_messages(enum)
+            for variant, (parts, start, end) in messages.items():
+                error_class = classes.get(variant) or classes.get("_")
+                if error_class is None:
+                    self.skipped["not mapped to a Python class"] += 1
+                    continue
+                self.add(error_class, parts, start, end, [f"{enum}::{variant}"])
+
+    def _arm_classes(self, start: int, end: int) -> dict[str, str]:
+        """Variant -> class from a ``from`` body's match arms (``E::A(..) | E::B => PyKeyError::new_err(..)``);
+        ``_`` for the catch-all arm or a body without arms."""
+        masked = self.source.masked
+        found: dict[str, str] = {}
+        for m in _NEW_ERR_RE.finditer(masked, start, end):
+            error_class = python_class(m.group(2))
+            arrow = masked.rfind("=>", start, m.start())
+            if arrow < 0:
+                found.setdefault("_", error_class)
+                continue
+            arm_start = max(
+                masked.rfind(",", start, arrow), masked.rfind("{", start, arrow), masked.rfind("}", start, arrow)
+            )
+            pattern = masked[arm_start + 1 : arrow]
+            variants = re.findall(r"(?:\w+|Self)::(\w+)", pattern)
+            for variant in variants or (["_"] if pattern.strip() == "_" else []):
+                found.setdefault(variant, error_class)
+        return found
+
+    def _variant_messages(self, enum: str) -> dict[str, tuple[list[Part], int, int]]:
+        """Each variant's message: from ``#[error("...")]`` on the enum, else its ``Display`` impl's arms."""
+        masked = self.source.masked
+        found: dict[str, tuple[list[Part], int, int]] = {}
+        for m in _ENUM_RE.finditer(masked):
+            if m.group(1) != enum:
+                continue
+            body_end = self.source.closing(m.end() - 1)
+            for attr in _ERROR_ATTR_RE.finditer(masked, m.end(), body_end):
+                close = self.source.closing(attr.end() - 1)
+                variant = _VARIANT_RE.match(masked, masked.find("]", close) + 1)
+                parts = self.format_args(attr.end(), close)
+                if variant and parts is not None:
+                    found[variant.group(1)] = (parts, attr.start(), close)
+        for impl in _DISPLAY_IMPL_RE.finditer(masked):
+            if impl.group(1) != enum:
+                continue
+            open_at = masked.find("{", impl.end())
+            body_end = self.source.closing(open_at)
+            for write in re.finditer(r"\bwrite(?:ln)?\s*!\s*\(", masked[:body_end]):
+                if write.start() < open_at:
+                    continue
+                arrow = masked.rfind("=>", open_at, write.start())
+                variant = (
+                    re.findall(r"(?:\w+|Self)::(\w+)", masked[max(arrow - 200, open_at) : arrow]) if arrow > 0 else []
+                )
+                close = self.source.closing(write.end() - 1)
+                parts = self.format_args(write.end(), close, skip=1)
+                if variant and parts is not None and variant[-1] not in found:
+                    found[variant[-1]] = (parts, write.start(), close)
+        return found

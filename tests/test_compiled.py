@@ -1,0 +1,400 @@
+"""Records from compiled sources (issue 46): C/C++, Cython and Rust read as text, and answered through errata."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from assistant import Assistant, Settings
+from assistant.ingest import ingest_to_file
+from assistant.ingest.compiled import find_in_compiled
+from assistant.ingest.compiled.sources import compiled_records, vendored_folders
+from assistant.ingest.compiled.templates import message_template
+from assistant.ingest.raises import Origin
+from assistant.knowledge.records import load_records
+
+C_MODULE = textwrap.dedent(
+    r"""
+    #include <Python.h>
+    #include <inttypes.h>
+
+    static PyObject *ParserError;
+
+    /* PyErr_SetString(PyExc_ValueError, "a commented-out raise is not a record"); */
+    static int
+    tokenize_rows(parser_t *self, int64_t ex_fields, int64_t fields)
+    {
+        if (fields > ex_fields) {
+            PyErr_Format(PyExc_ValueError,
+                         "Expected %" PRId64 " fields in line %" PRIu64
+                         ", saw %" PRId64,
+                         ex_fields, self->file_lines, fields);
+            return -1;
+        }
+        if (self->stream == NULL)
+            PyErr_SetString(ParserError, "the stream of the parser "
+                                         "was closed before reading");
+        else {
+            PyErr_WarnEx(PyExc_DeprecationWarning, "reading a stream twice is deprecated", 1);
+        }
+        PyErr_Format(PyExc_TypeError, "%.200s() argument must be str, not %R", "tokenize", self->obj);
+        return 0;
+    }
+
+    PyMODINIT_FUNC PyInit__tok(void) {
+        ParserError = PyErr_NewException("toktok.errors.ParserError", NULL, NULL);
+        return NULL;
+    }
+    """
+)
+
+FAISS_CPP = textwrap.dedent(
+    r"""
+    #include <faiss/impl/FaissAssert.h>
+
+    namespace faiss {
+
+    FileIOReader::FileIOReader(const char* fname) {
+        name = fname;
+        f = fopen(fname, "rb");
+        FAISS_THROW_IF_NOT_FMT(
+                f,
+                "could not open %s for reading: %s",
+                fname,
+                strerror(errno));
+        need_close = true;
+    }
+
+    Index* read_index(IOReader* f, int io_flags) {
+        uint32_t h;
+        READ1(h);
+        if (h == fourcc("IxFI")) {
+            return read_flat(f);
+        } else {
+            FAISS_THROW_FMT("Index type 0x%08x (\"%s\") not recognized", h, fourcc_inv_printable(h).c_str());
+        }
+    }
+
+    void IndexFlat::add(idx_t n, const float* x) {
+        FAISS_THROW_IF_NOT_MSG(is_trained, "Index not trained, call train() first");
+    }
+
+    }  // namespace faiss
+    """
+)
+
+FAISS_SWIG = "%module swigfaiss\n%exception { try { $action } catch(faiss::FaissException& e) {} }\n"
+
+PYBIND_CPP = textwrap.dedent(
+    r"""
+    #include <pybind11/pybind11.h>
+    namespace py = pybind11;
+
+    class TokenizerError : public std::exception {};
+
+    void set_truncation(size_t max_length, size_t stride) {
+        if (stride >= max_length) {
+            throw std::invalid_argument("stride (" + std::to_string(stride) + ") must be smaller than "
+                                        "max_length (" + std::to_string(max_length) + ")");
+        }
+        try {
+            load();
+        } catch (const std::exception& e) {
+            throw TokenizerError();
+        }
+        if (max_length == 0) throw py::type_error(py::str("max_length of {} must be positive").format(max_length));
+    }
+
+    PYBIND11_MODULE(_tok, m) {
+        py::register_exception<TokenizerError>(m, "TokenizerException");
+    }
+    """
+)
+
+RUST_SOURCE = textwrap.dedent(
+    r"""
+    use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
+    use pyo3::prelude::*;
+
+    #[derive(thiserror::Error, Debug)]
+    pub enum DecodeError {
+        #[error("Invalid token for decoding: {0}")]
+        InvalidToken(u32),
+        #[error("Could not decode tokens: \
+                 the bytes are not valid {encoding}")]
+        Utf8 { encoding: String },
+    }
+
+    impl From<DecodeError> for PyErr {
+        fn from(err: DecodeError) -> PyErr {
+            match err {
+                DecodeError::InvalidToken(_) => PyKeyError::new_err(err.to_string()),
+                _ => PyValueError::new_err(err.to_string()),
+            }
+        }
+    }
+
+    #[pymethods]
+    impl Serializer {
+        fn serialize(&self, value: &PyAny, field_type: &str) -> PyResult<String> {
+            if value.is_none() {
+                return Err(PyValueError::new_err("a value is required, None was given"));
+            }
+            // PyValueError::new_err("commented out");
+            let type_name = value.get_type().name()?;
+            if !self.known(type_name) {
+                return Err(PydanticSerializationError::new_err(format!(
+                    "Unable to serialize unknown type: {:?}",
+                    value.get_type()
+                )));
+            }
+            Err(PyErr::new::<PyTypeError, _>(format!(
+                "Expected `{field_type}` but got `{}` with `{value_str}` - serialized value may not be as expected",
+                type_name,
+                value_str = truncate(value, 50),
+            )))
+        }
+    }
+    """
+)
+
+CYTHON_SOURCE = textwrap.dedent(
+    """
+    # cython: language_level=3
+    import warnings
+
+    cdef class TextReader:
+        cdef _tokenize_rows(self, size_t nrows):
+            cdef int status
+            status = tokenize_nrows(self.parser, nrows)
+            if status < 0:
+                msg = (f"Error tokenizing data. C error: "
+                       f"{self.parser.error_msg.decode('utf-8')}")
+                raise ParserError(msg)
+
+        def read(self, rows=None):
+            if rows is not None and rows < 0:
+                raise ValueError("'rows' must be a non-negative integer, "
+                                 "got %d" % rows)
+            if self.low_memory:  # the old path
+                warnings.warn("low_memory is deprecated and will be removed", FutureWarning)
+            raise NotImplementedError(<object>self.parser)
+    """
+)
+
+
+def found(name: str, text: str) -> list[tuple]:
+    findings, _skipped = find_in_compiled(name, text)
+    return [(f.error_class, *message_template(f.parts), f.line, f.qualname, f.guards) for f in findings]
+
+
+def test_c_messages_split_over_lines_with_format_macros_become_templates():
+    rows = found("tokenizer.c", C_MODULE)
+    assert [r[:3] for r in rows] == [
+        (
+            "ValueError",
+            "Expected {ex_fields} fields in line {self->file_lines}, saw {fields}",
+            r"Expected (.+?) fields in line (.+?), saw",
+        ),
+        (
+            "ParserError",
+            "the stream of the parser was closed before reading",
+            r"the stream of the parser was closed before reading",
+        ),
+        ("DeprecationWarning", "reading a stream twice is deprecated", "reading a stream twice is deprecated"),
+        ("TypeError", '{"tokenize"}() argument must be str, not {self->obj!r}', r"\(\) argument must be str, not"),
+    ]
+    # Each at its line, in its function, behind the condition that guards it.
+    first, second, third, _ = rows
+    assert first[3] == C_MODULE.splitlines().index("        PyErr_Format(PyExc_ValueError,") + 1
+    assert first[4] == "tokenize_rows" and first[5] == ("fields > ex_fields",)
+    assert second[5] == ("self->stream == NULL",) and third[5] == ("!(self->stream == NULL)",)
+    assert re.search(rows[0][2], "ValueError: Expected 3 fields in line 5, saw 4")
+
+
+def test_faiss_check_macros_print_as_the_swig_wrapper_shows_them():
+    findings, _ = find_in_compiled("faiss/impl/io.cpp", FAISS_CPP)
+    rows = [(f.error_class, *message_template(f.parts), f.qualname, f.guards) for f in findings]
+    assert rows[0][:2] == ("RuntimeError", "Error: 'f' failed: could not open {fname} for reading: {strerror(errno)}")
+    assert rows[0][3:] == ("FileIOReader::FileIOReader", ("!(f)",))
+    assert rows[1][1] == 'Index type 0x{h} ("{fourcc_inv_printable(h).c_str()}") not recognized'
+    assert rows[1][3:] == ("read_index", ('!(h == fourcc("IxFI"))',))
+    assert rows[2][1] == "Error: 'is_trained' failed: Index not trained, call train() first"
+    pasted = {
+        0: "RuntimeError: Error in faiss::FileIOReader::FileIOReader(const char*) at /project/faiss/impl/io.cpp:67: "
+        "Error: 'f' failed: could not open index.faiss for reading: No such file or directory",
+        1: "RuntimeError: Error in faiss::Index* faiss::read_index(IOReader*, int) at io.cpp:1046: Index type "
+        '0x73726576 ("vers") not recognized',
+    }
+    for i, text in pasted.items():
+        assert re.search(rows[i][2], text), (rows[i][2], text)
+
+
+def test_the_trees_macro_definition_and_binding_decide_the_message_and_class():
+    header = "#define FAISS_THROW_IF_NOT_MSG(X, MSG) FAISS_THROW_IF_MSG(!(X), MSG)\n"
+    origin = Origin("acme/faissy", sha="v1.9.0")
+    files = {"faiss/impl/FaissAssert.h": header, "faiss/IndexFlat.cpp": FAISS_CPP}
+    records = [r for r, _f in compiled_records(files, origin, "2026-12-07T00:00:00.000Z")]
+    messages = [r["errorMessage"] for r in records]
+    assert "Error: '!(is_trained)' failed: Index not trained, call train() first" in messages
+    # Vendored: FAISS's own code inside faiss-cpu's sdist names facebookresearch/faiss, at its path there.
+    files = {"faiss/faiss/impl/io.cpp": FAISS_CPP, "faiss/faiss/python/swigfaiss.swig": FAISS_SWIG}
+    vendored = vendored_folders("faiss-cpu", "1.9.0")
+    records = [r for r, _f in compiled_records(files, origin, "2026-12-07T00:00:00.000Z", vendored=vendored)]
+    assert {(r["repo"], r["filePath"], r["errorClass"]) for r in records} == {
+        ("facebookresearch/faiss", "faiss/impl/io.cpp", "RuntimeError")
+    }
+    assert records[0]["githubUrl"].startswith(
+        "https://github.com/facebookresearch/faiss/blob/v1.9.0/faiss/impl/io.cpp#L"
+    )
+    assert "compiled" in records[0]["tags"] and "ingested" in records[0]["tags"]
+
+
+def test_pybind11_throws_print_as_pybind11_translates_them():
+    rows = found("tok.cpp", PYBIND_CPP)
+    assert [r[:2] for r in rows] == [
+        ("ValueError", "stride ({stride}) must be smaller than max_length ({max_length})"),
+        ("TypeError", "max_length of {max_length} must be positive"),
+    ]
+    assert re.search(rows[0][2], "ValueError: stride (600) must be smaller than max_length (512)")
+    assert rows[0][4:] == ("set_truncation", ("stride >= max_length",))
+    assert rows[1][5] == ("max_length == 0",)
+
+
+def test_rust_format_with_named_captured_and_positional_arguments_and_error_enums():
+    findings, skipped = find_in_compiled("src/ser.rs", RUST_SOURCE)
+    rows = {message_template(f.parts)[0]: (f.error_class, message_template(f.parts)[1], f) for f in findings}
+    serialize = (
+        "Expected `{field_type}` but got `{type_name}` with `{truncate(value, 50)}` - serialized value may not be as "
+        "expected"
+    )
+    assert {message: row[0] for message, row in rows.items()} == {
+        "Invalid token for decoding: {0}": "KeyError",  # the enum's variant, mapped by its arm
+        "Could not decode tokens: the bytes are not valid {encoding}": "ValueError",  # the catch-all arm
+        "a value is required, None was given": "ValueError",
+        "Unable to serialize unknown type: {value.get_type():?}": "PydanticSerializationError",
+        serialize: "TypeError",
+    }
+    assert rows[serialize][2].qualname == "Serializer::serialize"
+    assert rows["Unable to serialize unknown type: {value.get_type():?}"][2].guards == ("!self.known(type_name)",)
+    printed = {
+        "Invalid token for decoding: {0}": "KeyError: 'Invalid token for decoding: 100264'",
+        "Unable to serialize unknown type: {value.get_type():?}": "Unable to serialize unknown type: <class 'type'>",
+        serialize: "UserWarning: Expected `str` but got `int` with `1` - serialized value may not be as expected",
+    }
+    for message, text in printed.items():
+        assert re.search(rows[message][1], text), (rows[message][1], text)
+    assert skipped["not a literal message"] == 0  # err.to_string() in the From impl is the enum's, read above
+
+
+def test_cython_raises_read_through_assignments_and_lines():
+    rows = found("pandas/_libs/parsers.pyx", CYTHON_SOURCE)
+    assert [r[:2] for r in rows] == [
+        ("ParserError", "Error tokenizing data. C error: {self.parser.error_msg.decode('utf-8')}"),
+        ("ValueError", "'rows' must be a non-negative integer, got {rows}"),
+        ("FutureWarning", "low_memory is deprecated and will be removed"),
+    ]
+    assert rows[0][4:] == ("TextReader._tokenize_rows", ("status < 0",))
+    assert rows[1][4:] == ("TextReader.read", ("rows is not None and rows < 0",))
+    assert rows[2][5] == ("self.low_memory",)
+    assert re.search(rows[0][2], "ParserError: Error tokenizing data. C error: Expected 3 fields in line 5, saw 4")
+
+
+@pytest.fixture
+def compiled_tree(tmp_path) -> Path:
+    """A small project with a Python module, a C extension and a Rust crate."""
+    root = tmp_path / "toktok"
+    (root / "src").mkdir(parents=True)
+    (root / "toktok").mkdir()
+    (root / "toktok" / "__init__.py").write_text(
+        "def f(x):\n    raise ValueError(f'the value {x} is not valid here')\n"
+    )
+    (root / "toktok" / "_tok.c").write_text(C_MODULE)
+    (root / "src" / "ser.rs").write_text(RUST_SOURCE)
+    return root
+
+
+def test_errata_ingest_reads_the_compiled_sources_of_a_tree(compiled_tree, tmp_path):
+    out = tmp_path / "kb" / "toktok.jsonl"
+    report = ingest_to_file(out, compiled_tree, repo="acme/toktok", sha="v1.0")
+    assert report.records == 1 + 4 + 5 and report.compiled_records == {"c": 4, "rust": 5}
+    assert "9 from 2 compiled source file(s) (C/C++ 4, Rust 5)" in report.summary()
+    records = load_records(out, strict=True)
+    by_file = {r.file_path for r in records}
+    assert by_file == {"toktok/__init__.py", "toktok/_tok.c", "src/ser.rs"}
+    c_record = next(r for r in records if r.error_class == "ParserError")
+    assert c_record.github_url.startswith("https://github.com/acme/toktok/blob/v1.0/toktok/_tok.c#L")
+    assert "when `self->stream == NULL`" in c_record.documentation
+    without = ingest_to_file(tmp_path / "py-only.jsonl", compiled_tree, repo="acme/toktok", compiled=False)
+    assert without.records == 1
+
+
+@pytest.mark.slow
+def test_ingested_compiled_records_answer_a_pasted_message(compiled_tree, tmp_path, embedder):
+    kb = tmp_path / "kb"
+    ingest_to_file(kb / "toktok.jsonl", compiled_tree, repo="acme/toktok", sha="v1.0")
+    assistant = Assistant(Settings.load(env={}), kb=kb, index_dir=tmp_path / "index", embedder=embedder)
+    answer = assistant.ask(
+        'Traceback (most recent call last):\n  File "run.py", line 3, in <module>\n    rows = toktok.read(path)\n'
+        "ValueError: Expected 3 fields in line 5, saw 4"
+    )
+    top = answer.hits[0].record
+    assert (top.error_class, top.file_path) == ("ValueError", "toktok/_tok.c")
+    # A short message answers where its library is in the traceback, as an ingested Python raise's does.
+    answer = assistant.ask(
+        'Traceback (most recent call last):\n  File "/app/run.py", line 3, in <module>\n    enc.decode([100264])\n'
+        '  File "/usr/lib/python3.11/site-packages/toktok/core.py", line 40, in decode\n'
+        "    return self._core.decode_bytes(tokens)\nKeyError: 'Invalid token for decoding: 100264'"
+    )
+    assert answer.hits[0].record.error_message == "Invalid token for decoding: {0}"
+
+
+@pytest.mark.slow
+def test_cli_ingest_says_what_it_read_of_compiled_sources(compiled_tree, tmp_path):
+    out = tmp_path / "out.jsonl"
+    command = [sys.executable, "-m", "assistant", "ingest", str(compiled_tree), "--repo", "acme/toktok", "-o", str(out)]
+    result = subprocess.run([*command, "--json"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["compiled_records"] == {"c": 4, "rust": 5}
+    result = subprocess.run([*command, "--no-compiled"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and "1 record(s)" in result.stdout and "compiled" not in result.stdout
+
+
+@pytest.mark.slow
+def test_a_release_build_reads_the_sdist_beside_a_binary_wheel_and_says_when_there_is_none(tmp_path):
+    """pip fetches the sdist of a release whose wheel is compiled; a release with wheels only is named."""
+    from packaging.tags import sys_tags
+
+    from assistant.releases.download import download_release
+    from assistant.releases.scan import cached_scan
+    from tests.releases_toys import build_sdist, build_wheel
+
+    index = tmp_path / "index"
+    index.mkdir()
+    tag = str(next(iter(sys_tags())))
+    for name in ("toyext", "toywhl"):
+        pure = build_wheel(index, name, "1.0", {f"{name}/__init__.py": "X = 1\n"})
+        pure.rename(index / f"{name}-1.0-{tag}.whl")
+    build_sdist(index, "toyext", "1.0", {"toyext/__init__.py": "X = 1\n", "toyext/_tok.c": C_MODULE})
+    args = ["--no-index", "--find-links", str(index), "--no-build-isolation"]
+
+    wheel = download_release("toyext", "1.0", tmp_path / "cache", args)  # by default, no sdist is fetched
+    assert not (wheel.parent / "toyext-1.0.tar.gz").exists()
+    wheel = download_release("toyext", "1.0", tmp_path / "cache", args, compiled_sources=True)
+    assert wheel.name.endswith(f"{tag}.whl") and (wheel.parent / "toyext-1.0.tar.gz").exists()
+    scan = cached_scan(wheel, tmp_path / "cache")
+    assert scan["report"]["compiledFrom"] == "toyext-1.0.tar.gz" and scan["report"]["compiledRecords"] == {"c": 4}
+    record = next(e["record"] for e in scan["entries"] if e["record"]["errorClass"] == "ParserError")
+    assert record["filePath"] == "src/toyext/_tok.c" and "compiled" in record["tags"]
+    assert record["githubUrl"].startswith("https://github.com/acme/toyext/blob/v1.0/src/toyext/_tok.c#L")
+
+    wheel = download_release("toywhl", "1.0", tmp_path / "cache", args, compiled_sources=True)
+    scan = cached_scan(wheel, tmp_path / "cache")
+    assert scan["report"]["compiledSkipped"].startswith("compiled sources not read: wheels only")
+    assert scan["entries"] == []
