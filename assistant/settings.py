@@ -59,6 +59,9 @@ class Settings:
     """Every option errata has. Build with :meth:`Settings.load`; change with :meth:`replace`."""
 
     kb: tuple[Path, ...] = (BUNDLED_KB_DIR,)
+    # The release-built records the package ships go with the bundled records (knowledge/release_records.py);
+    # off: the curated records alone.
+    release_records: bool = True
     index_dir: Path = field(default_factory=_default_index_dir)
     embedder: str = DEFAULT_EMBEDDER
     embed_batch_size: int = 32

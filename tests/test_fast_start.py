@@ -111,7 +111,7 @@ def test_a_missing_or_broken_export_falls_back_to_the_cached_one_with_one_log_li
     export.unlink()  # a copy of a hard link: unlink first, or the garbage would reach the shared cache
     if damage == "garbage":
         export.write_bytes(b"\0" * size)  # the size the manifest says, not an ONNX model
-    settings = Settings.load(env={}, index_dir=index_dir)
+    settings = Settings.load(env={}, index_dir=index_dir, release_records=False)
     with caplog.at_level(logging.WARNING, logger="assistant"):
         fallback = Assistant(settings)
         assert fallback.search(PASTE, k=1)[0].record.id == "c6aeeba10bb30da8"

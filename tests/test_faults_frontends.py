@@ -127,7 +127,9 @@ def test_the_web_chat_starts_and_answers_with_a_corrupt_feedback_file(assistant,
 @pytest.fixture
 def bot(assistant, slack, tmp_path, bundled_index_dir):
     env = {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET}
-    settings = Settings.load(env=env, index_dir=bundled_index_dir, slack_api_url=slack.url, feedback_db=tmp_path / "f")
+    settings = Settings.load(
+        env=env, index_dir=bundled_index_dir, release_records=False, slack_api_url=slack.url, feedback_db=tmp_path / "f"
+    )
     (tmp_path / "f").write_bytes(b"corrupt" * 1000)  # and the feedback file is damaged too
     server = BotServer(SlackBot(assistant, settings, stream_interval=3600.0))
     yield server

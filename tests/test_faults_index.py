@@ -47,7 +47,7 @@ def index_copy(whole_index, tmp_path) -> Path:
 
 
 def _start(index_dir: Path, embedder, **overrides) -> Assistant:
-    return Assistant(Settings.load(env={}), index_dir=index_dir, embedder=embedder, **overrides)
+    return Assistant(Settings.load(env={}, release_records=False), index_dir=index_dir, embedder=embedder, **overrides)
 
 
 def _assert_right_answer(assistant: Assistant) -> None:

@@ -59,7 +59,13 @@ TRACEBACK_MENTION = (
 @pytest.fixture
 def settings(slack, tmp_path, bundled_index_dir) -> Settings:
     env = {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET}
-    return Settings.load(env=env, index_dir=bundled_index_dir, slack_api_url=slack.url, feedback_db=tmp_path / "fb.db")
+    return Settings.load(
+        env=env,
+        index_dir=bundled_index_dir,
+        release_records=False,
+        slack_api_url=slack.url,
+        feedback_db=tmp_path / "fb.db",
+    )
 
 
 class SlackSender:

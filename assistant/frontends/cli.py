@@ -10,7 +10,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..errors import ConfigurationError, ErrataError
-from ..settings import BUNDLED_KB_DIR, Settings
+from ..settings import Settings
+from .cli_kb import add_kb_parser, run_kb
 
 EXAMPLES = """examples:
   errata ask "KeyError: 'OPENAI_API_KEY'"    answer an error line
@@ -145,40 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true")
     _add_releases_flags(p)
 
-    p = sub.add_parser("kb", help="knowledge-base builds")
-    kb_sub = p.add_subparsers(dest="kb_command", required=True, metavar="ACTION")
-    e = kb_sub.add_parser("build-ecosystem", help="ingest many packages over their recent releases, a file each")
-    e.add_argument(
-        "--packages", type=Path, help="file of 'NAME SPEC [TAG_FORMAT [REPO]]' lines (default: a built-in list)"
-    )
-    e.add_argument("-o", "--output", type=Path, required=True, help="folder for the <owner>__<name>.jsonl files")
-    e.add_argument("--workers", type=int, help="processes for the (package, release) tasks (default: CPU count)")
-    e.add_argument(
-        "--ray",
-        dest="ray_address",
-        metavar="ADDRESS",
-        help="run the tasks on a Ray cluster ('auto'; 'local': start one here)",
-    )
-    e.add_argument(
-        "--retired",
-        metavar="SPEC",
-        help="also read these older releases ('spread:40') and add the raises none of the recent ones has",
-    )
-    e.add_argument("--json", action="store_true", help="print the report as JSON")
-    e.add_argument("-v", "--verbose", action="store_true")
-    _add_releases_flags(e, ingest=False)
-    kb_sub.add_parser("bundle-vectors", help="(maintainers, after refresh-kb) ship the bundled records' vectors")
-    e = kb_sub.add_parser(
-        "wordings", help="keep of an ingested build the records that add older wordings to curated records"
-    )
-    e.add_argument("source", type=Path, nargs="+", help="folders or .jsonl files of ingested records (build-ecosystem)")
-    e.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        default=BUNDLED_KB_DIR / "wordings",
-        help="folder for the <owner>__<name>.jsonl files (default: the bundled knowledge base's wordings/)",
-    )
+    add_kb_parser(sub, _add_releases_flags)
 
     p = sub.add_parser("serve", help="serve the web chat (the same as python app.py)")
     p.add_argument("--host", help="interface to listen on (default 127.0.0.1; env ERRATA_HOST)")
@@ -366,19 +334,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 @command("kb")
 def _kb(args: argparse.Namespace, settings: Settings) -> int:
-    if args.kb_command == "bundle-vectors":
-        from ..knowledge.bundle_vectors import bundle_vectors
-
-        print(bundle_vectors(settings))
-        return 0
-    if args.kb_command == "wordings":
-        from ..releases.earlier_wordings import extract_wordings
-
-        print(f"{extract_wordings(settings.kb, args.source, args.output).summary()} -> {args.output}")
-        return 0
-    from ..releases.cli import build_ecosystem_command
-
-    return build_ecosystem_command(args, settings)
+    return run_kb(args, settings)
 
 
 @command("serve")

@@ -6,7 +6,8 @@ them; see pattern_safety.py) are nearly all of the time it takes to load records
 35 s of 19,000 release-built ones. A file ``errata refresh-kb`` validated is no less safe at the next start.
 ``checked.json`` beside the files names each one with its SHA-256; a file whose bytes are not those named is
 checked as any other. Only files inside the package (``assistant/data/``) are trusted so: a folder a user
-passes with ``--kb`` is always checked, whatever it holds.
+passes with ``--kb`` is always checked, whatever it holds, unless its bytes are those of a shipped file of
+release-built records (``release_records.py``: unpacked beside the index, named by the package's manifest).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from ..settings import PACKAGE_DIR
 from ..storage.files import atomic_path, sha256_file
+from .release_records import trusted_digests
 
 logger = logging.getLogger(__name__)
 
@@ -38,10 +40,13 @@ def checked_files(files: Iterable[Path], root: Path = PACKAGE_DATA) -> frozenset
     ``root``) names with their current SHA-256."""
     root = Path(root).resolve()
     manifests: dict[Path, dict[str, str]] = {}
+    shipped = trusted_digests()
     out = set()
     for path in files:
         resolved = Path(path).resolve()
         if not resolved.is_relative_to(root):
+            if _is_shipped(resolved, shipped):
+                out.add(Path(path))
             continue
         for folder in resolved.parents:
             if not folder.is_relative_to(root):
@@ -55,6 +60,17 @@ def checked_files(files: Iterable[Path], root: Path = PACKAGE_DATA) -> frozenset
                     out.add(Path(path))
                 break
     return frozenset(out)
+
+
+def _is_shipped(path: Path, shipped: dict[str, tuple[int, str]]) -> bool:
+    """Whether ``path`` holds the bytes of a release-built file the package ships (checked when packed)."""
+    expected = shipped.get(path.name)
+    if expected is None:
+        return False
+    try:
+        return path.stat().st_size == expected[0] and sha256_file(path) == expected[1]
+    except OSError:
+        return False
 
 
 def _read(path: Path) -> dict[str, str]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from ..errors import KnowledgeBaseError
 from ..settings import BUNDLED_KB_DIR
 from .records import Record, load_records
+from .release_records import shipped_files
 
 START = "<!-- knowledge:start -->"
 END = "<!-- knowledge:end -->"
@@ -123,6 +124,18 @@ def knowledge_block(kb_dir: Path = BUNDLED_KB_DIR) -> str:
         if groups[group]:
             listed = ", ".join(f"{name} {n}" for name, n in sorted(groups[group], key=lambda e: e[0].lower()))
             lines.append(f"- **{group}**: {listed}")
+    shipped = shipped_files() if Path(kb_dir).resolve() == BUNDLED_KB_DIR.resolve() else []
+    if shipped:
+        repos = ((f.name.removesuffix(".jsonl").split("__", 1)[-1], f.records) for f in shipped)
+        by_repo = sorted(repos, key=lambda entry: entry[0].lower())
+        lines += [
+            "",
+            f"With them come {sum(n for _r, n in by_repo):,} records built from the releases of {len(by_repo)} "
+            "packages (`assistant/data/releases/`: one per place an error is raised, extracted from the source, "
+            "not reviewed; `ERRATA_RELEASE_RECORDS=false` leaves them out): "
+            + ", ".join(f"{repo} {n:,}" for repo, n in by_repo)
+            + ".",
+        ]
     return "\n".join(lines)
 
 

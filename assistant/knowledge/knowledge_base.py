@@ -39,6 +39,7 @@ from ..storage.shelf import RecordShelf
 from .checked import CHECKED_NAME, write_checked
 from .child_build import build_in_child as build_child
 from .records import LoadReport, kb_files, load_records
+from .release_records import UNPACKED_DIR, knowledge_paths
 
 logger = logging.getLogger(__name__)
 
@@ -78,12 +79,14 @@ def open_knowledge_base(
     reads what it saved, so a server never holds what building took."""
     started = time.perf_counter()
     index_dir = Path(settings.index_dir)
-    files = kb_files(settings.kb)
+    paths = knowledge_paths(settings)
+    files = kb_files(paths)
     saved = None if force else _read(index_dir, files, strict=settings.strict)
     if saved is not None:
         shelf, report, signals, saved_stamp = saved
-        trusted = _trusted_vectors(index_dir, embedder, settings, saved_stamp, len(shelf))
-        pieces = None if trusted is None else load_piece_vectors(index_dir, embedder.model_id, signals.ids)
+        embedded = _embedded_count(shelf, paths)
+        trusted = _trusted_vectors(index_dir, embedder, settings, saved_stamp, embedded)
+        pieces = None if trusted is None else load_piece_vectors(index_dir, embedder.model_id, signals.ids[:embedded])
         if trusted is not None and (pieces is not None or saved_stamp.get("pieces") is None):
             seconds = time.perf_counter() - started
             build = BuildReport(len(shelf), 0, len(shelf), seconds, False, "up to date (snapshot)")
@@ -98,13 +101,15 @@ def open_knowledge_base(
         report = LoadReport()
         shelf = RecordShelf.load(files, strict=settings.strict, report=report)
         signals, saved_stamp = None, None
+    # Only records with vectors go to the vector store: the shipped release-built ones, loaded last, have none.
+    embedded = shelf.head(_embedded_count(shelf, paths))
     if not settings.store and not force:
-        seed_index(index_dir, embedder.model_id, shelf)  # the bundled records' shipped vectors, in a new folder
+        seed_index(index_dir, embedder.model_id, embedded)  # the bundled records' shipped vectors, in a new folder
     vector_index, build = open_index(
-        shelf, embedder, index_dir, show_progress=show_progress, force=force, store=settings.store
+        embedded, embedder, index_dir, show_progress=show_progress, force=force, store=settings.store
     )
     query_embedder = _query_embedder(embedder, index_dir, vector_index) if not settings.store else embedder
-    pieces = open_piece_vectors(shelf, query_embedder, index_dir, show_progress=show_progress, force=force)
+    pieces = open_piece_vectors(embedded, query_embedder, index_dir, show_progress=show_progress, force=force)
     from_snapshot = signals is not None
     if signals is None:
         signals = SignalIndex.build(shelf, show_progress=show_progress)
@@ -121,6 +126,12 @@ def build_and_save(settings: Settings, show_progress: bool) -> None:
     """A child process's build (``child_build.py``): the index of ``settings`` brought up to date and saved."""
     embedder = Embedder(settings.embedder, batch_size=settings.embed_batch_size)
     open_knowledge_base(settings, embedder, show_progress=show_progress)
+
+
+def _embedded_count(shelf: RecordShelf, paths: tuple[Path, ...]) -> int:
+    """How many records get dense vectors: all but the shipped release-built ones, which come last."""
+    unpacked = [p for p in paths if Path(p).name == UNPACKED_DIR]
+    return len(shelf) - (shelf.count_from(kb_files(unpacked)) if unpacked else 0)
 
 
 def _fingerprint(files: list[Path]) -> list[dict[str, Any]]:

@@ -128,7 +128,14 @@ def piece_cosines(
     vectors are kept."""
     if pieces is None:
         return [dense] * len(PIECE_NAMES)
-    cosines = pieces.cosines(query, scored)
+    if scored is None and len(pieces) == len(dense):
+        cosines = pieces.cosines(query)
+    else:  # records past the piece vectors' (the release-built ones) have no pieces: NaN, the whole cosine
+        positions = np.arange(len(dense)) if scored is None else scored
+        inside = positions < len(pieces)
+        cosines = np.full((len(positions), len(PIECE_NAMES)), np.nan)
+        if inside.any():
+            cosines[inside] = pieces.cosines(query, positions[inside])
     return [np.where(np.isnan(cosines[:, j]), dense, cosines[:, j]) for j in range(len(PIECE_NAMES))]
 
 

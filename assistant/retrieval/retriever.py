@@ -60,7 +60,7 @@ from .mentions import LibraryMentions, library_aliases
 from .ownership import PythonOwnership, unrecorded_owner
 from .partial_messages import PartialMessages, matching_alone, own_length, pattern_messages
 from .pattern_owners import pattern_owners
-from .patterns import text_words
+from .patterns import required_words, text_words
 from .signals import SignalIndex, message_words, path_tail, tokenize
 from .weights import FittedWeights, load_weights
 
@@ -128,7 +128,7 @@ class Retriever:
         self.signals = signals if signals is not None else SignalIndex.build(self.records)
         if len(self.signals) != len(self.records):
             raise ValueError(f"a signal index of {len(self.signals)} records for {len(self.records)} records")
-        if pieces is not None and len(pieces) != len(self.records):
+        if pieces is not None and len(pieces) > len(self.records):  # fewer: the first records' (see features.py)
             raise ValueError(f"piece vectors of {len(pieces)} records for {len(self.records)} records")
         self.pieces = pieces
         n = len(self.signals)
@@ -159,15 +159,23 @@ class Retriever:
         # A pattern filed under a word no message holds cannot match a message: only the text is searched.
         in_messages = set(index.filed_under(message_words).tolist()) if messages else set()
         missed: list[int] = []  # tried on the messages, not matched
-        for p in index.filed_under(text_words([text]) | message_words).tolist():
-            tried = messages if p in in_messages else []
-            matched_message, matched_text = self.matcher.match(self._pattern_source(p), tried, text)
+        words_of_text = text_words([text])
+        for p in index.filed_under(words_of_text | message_words).tolist():
+            source = self._pattern_source(p)
+            # A pattern lacking a word it requires cannot match: not compiled (a query of common words may
+            # reach a thousand patterns in a large knowledge base).
+            required = required_words(source)
+            tried = messages if p in in_messages and required <= message_words else []
+            if tried or required <= words_of_text:
+                matched_message, matched_text = self.matcher.match(source, tried, text)
+            else:
+                matched_message = matched_text = False
+            if p in in_messages and not matched_message:
+                missed.append(p)
             if matched_message:
                 on_message.append(p)
             elif matched_text:
                 on_text.append(p)
-            if tried and not matched_message:
-                missed.append(p)
         records = self.signals.pattern_records
         message_groups = [records.numbered(p) for p in on_message]
         literals = np.asarray(self.signals.literals[on_message], dtype=np.float64)

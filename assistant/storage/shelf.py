@@ -152,6 +152,16 @@ class RecordShelf(Sequence[Record]):
     def ids(self) -> list[str]:
         return [i.decode() for i in self._ids]
 
+    def count_from(self, files: Sequence[Path]) -> int:
+        """How many records come from ``files`` (by path as loaded)."""
+        wanted = {Path(f) for f in files}
+        numbers = [n for n, path in enumerate(self.files) if path in wanted]
+        return int(np.isin(self._places[:, 0], numbers).sum()) if numbers else 0
+
+    def head(self, count: int) -> Sequence[Record]:
+        """The first ``count`` records, as a sequence of their own (read from this shelf)."""
+        return _Head(self, count)
+
     def _handle(self, number: int) -> int:
         with self._lock:
             if number not in self._handles:
@@ -170,3 +180,31 @@ class RecordShelf(Sequence[Record]):
     def __del__(self) -> None:
         with contextlib.suppress(Exception):  # at interpreter shutdown os may be gone
             self.close()
+
+
+class _Head(Sequence[Record]):
+    """The first records of a shelf: those the vector index holds, when the rest have no vectors."""
+
+    def __init__(self, shelf: RecordShelf, count: int):
+        if not 0 <= count <= len(shelf):
+            raise ValueError(f"the first {count} of {len(shelf)} records")
+        self._shelf = shelf
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._count))]
+        i = int(i) + (self._count if int(i) < 0 else 0)
+        if not 0 <= i < self._count:
+            raise IndexError(f"record {i} of {self._count}")
+        return self._shelf[i]
+
+    def __iter__(self) -> Iterator[Record]:
+        for i in range(self._count):
+            yield self._shelf._parse(i)
+
+    def ids(self) -> list[str]:
+        return self._shelf.ids()[: self._count]
