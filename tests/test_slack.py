@@ -402,12 +402,15 @@ def test_an_error_gets_an_apology_in_the_thread_and_the_bot_keeps_running(bot, s
 def test_a_long_answer_is_split_across_blocks_and_messages_without_loss(
     slack, settings, embedder, tmp_path, bundled_index_dir
 ):
-    # A record whose documentation is ~190,000 characters: the offline answer quotes it whole.
+    # A record whose documentation and trigger are ~95,000 characters each (a field may hold 100,000): the
+    # offline answer quotes both whole.
     row = next(
         r for r in read_lines(BUNDLED_KB_DIR / "huggingface__smolagents.jsonl") if r["record"]["id"] == INTERRUPTED_ID
     )
     words = [f"w{i:05d}" for i in range(27_000)]
-    row["record"]["documentation"] = "\n\n".join(" ".join(words[i : i + 300]) for i in range(0, len(words), 300))
+    halves = words[:13_500], words[13_500:]
+    for field, half in zip(("documentation", "triggerScenarios"), halves, strict=True):
+        row["record"][field] = "\n\n".join(" ".join(half[i : i + 300]) for i in range(0, len(half), 300))
     kb = tmp_path / "kb"
     kb.mkdir()
     write_lines(kb / "long.jsonl", [row])

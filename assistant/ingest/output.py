@@ -23,6 +23,8 @@ class IngestReport:
     root: str = ""
     files: int = 0
     unparsable_files: list[str] = field(default_factory=list)
+    # "path: why" for files not read: a name unsafe to show, a module too big (source_files.py).
+    skipped_files: list[str] = field(default_factory=list)
     records: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
@@ -45,6 +47,8 @@ class IngestReport:
         text += f"; skipped {self.skipped_total} message(s)" + (f" ({reasons})" if reasons else "")
         if self.unparsable_files:
             text += f"; {len(self.unparsable_files)} file(s) could not be parsed"
+        if self.skipped_files:
+            text += f"; {len(self.skipped_files)} file(s) skipped (first: {self.skipped_files[0]})"
         if self.compiled_files:
             names = {"c": "C/C++", "cython": "Cython", "rust": "Rust"}
             languages = ", ".join(f"{names.get(k, k)} {n}" for k, n in sorted(self.compiled_records.items()))
@@ -63,6 +67,7 @@ class IngestReport:
             "skipped": self.skipped_total,
             "skipped_by_reason": dict(self.skipped),
             "unparsable_files": self.unparsable_files,
+            "skipped_files": self.skipped_files,
             "seconds": round(self.seconds, 3),
             "kept_enriched": self.kept_enriched,
             "enriched": self.enriched,
@@ -88,7 +93,7 @@ def read_records(path: str | Path) -> list[Record]:
     if not path.exists():
         return []
     records = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):  # a BOM is no text
         if not line.strip():
             continue
         try:

@@ -25,8 +25,10 @@ from ..knowledge.records import INGESTED_TAG, Record, record_from_dict
 from .extract import Finding, find_in_source, package_helpers
 from .messages import WORD_RE, Part, bounded_message_pattern, literal_text, render_message
 from .output import EXTRACTED_TAG, IngestReport
+from .source_files import MAX_SOURCE_BYTES, decode_source, excerpt, shown, unsafe_path_reason, utf8_safe
 
 CONTEXT_LINES = 8
+MAX_ADVICE = 10
 _STOPWORDS = frozenset({"a", "an", "the", "of", "to", "is", "be", "in", "for", "and", "or", "on", "at", "by", "it"})
 # An advice clause: it starts with an imperative (after an optional "please" / "you must" ...) or says
 # "pip install" / "instead".
@@ -56,16 +58,19 @@ class Origin:
 
 
 def make_record(finding: Finding, file_path: str, lines: list[str], origin: Origin, analyzed_at: str) -> dict:
-    """The seed-schema record (as a dict) for one finding; documentation from the code, tagged extracted."""
-    error_message = render_message(finding.parts)
+    """The seed-schema record (as a dict) for one finding; documentation from the code, tagged extracted.
+
+    Its source excerpt is bounded (:func:`source_files.excerpt`) and its text holds no lone surrogate."""
+    error_message = utf8_safe(render_message(finding.parts))
+    file_path = utf8_safe(file_path)
     start = max(1, finding.line - CONTEXT_LINES)
-    end = min(len(lines), finding.end_line + CONTEXT_LINES)
+    source_code, end = excerpt(lines, start, min(len(lines), finding.end_line + CONTEXT_LINES))
     github_url = None
     if origin.sha and "/" in origin.repo and not origin.repo.startswith("local/"):
         github_url = f"https://github.com/{origin.repo}/blob/{origin.sha}/{file_path}#L{start}-L{end}"
     key = f"{origin.repo}\n{file_path}\n{finding.line}\n{error_message}"
     documentation, triggers = describe(finding, file_path)
-    return {
+    data = {
         "id": hashlib.sha256(key.encode("utf-8")).hexdigest()[:16],
         "repo": origin.repo,
         "slug": _slug(finding),
@@ -78,7 +83,7 @@ def make_record(finding: Finding, file_path: str, lines: list[str], origin: Orig
         "severity": finding.severity,
         "filePath": file_path,
         "lineNumber": finding.line,
-        "sourceCode": "\n".join(lines[start - 1 : end]),
+        "sourceCode": source_code,
         "sourceCodeStart": start,
         "sourceCodeEnd": end,
         "githubUrl": github_url,
@@ -98,6 +103,7 @@ def make_record(finding: Finding, file_path: str, lines: list[str], origin: Orig
         "analyzedAt": analyzed_at,
         "schemaVersion": 2,
     }
+    return {name: utf8_safe(value) for name, value in data.items()}
 
 
 def describe(finding: Finding, file_path: str) -> tuple[str, str]:
@@ -132,7 +138,8 @@ def describe(finding: Finding, file_path: str) -> tuple[str, str]:
 
 
 def advice(parts: list[Part]) -> list[str]:
-    """Solutions only where the message itself says what to do ("install X", "set Y", "use Z instead")."""
+    """Solutions only where the message itself says what to do ("install X", "set Y", "use Z instead"); at
+    most :data:`MAX_ADVICE` of them (a record's lists are bounded)."""
     text = render_message(parts).strip()
     clauses = [c.strip().rstrip(",:;").strip() for c in re.split(r"(?<=[.!?;])\s+|\n+", text)]
     found = []
@@ -141,7 +148,7 @@ def advice(parts: list[Part]) -> list[str]:
             continue
         if _ADVICE_RE.search(clause) or _ADVICE_ANYWHERE_RE.search(clause):
             found.append(clause[0].upper() + clause[1:])
-    return found
+    return found[:MAX_ADVICE]
 
 
 def _docstring_summary(docstring: str | None) -> str:
@@ -189,6 +196,10 @@ def _tags(finding: Finding, file_path: str, origin: Origin) -> list[str]:
         tags.append(_kebab(finding.error_class))
     tags += [INGESTED_TAG, EXTRACTED_TAG]
     return list(dict.fromkeys(t for t in tags if t))
+
+
+def _too_big(size: int) -> str | None:
+    return f"{size} bytes, over the limit of {MAX_SOURCE_BYTES} for a module" if size > MAX_SOURCE_BYTES else None
 
 
 # --------------------------------------------------------------------------- entry points
@@ -279,10 +290,14 @@ def ingest(
     for file, rel in python_files(root, base):
         report.files += 1
         try:
-            source = file.read_text(encoding="utf-8")
+            why = unsafe_path_reason(rel) or _too_big(file.stat().st_size)
+            if why:  # a name that would reach a page (source_files.py), or a module too big to hold
+                report.skipped_files.append(f"{shown(rel)}: {why}")
+                continue
+            source = decode_source(file.read_bytes())  # as its coding cookie says (PEP 263)
             tree = ast.parse(source)
         except (SyntaxError, UnicodeDecodeError, RecursionError, ValueError, OSError):
-            report.unparsable_files.append(rel)
+            report.unparsable_files.append(shown(rel))
             continue
         modules.append((rel, source, tree))
     helpers = package_helpers(tree for _rel, _source, tree in modules)
@@ -302,7 +317,10 @@ def ingest(
             slugs[data["slug"]] += 1
             if slugs[data["slug"]] > 1:
                 data["slug"] = f"{data['slug']}-{slugs[data['slug']]}"
-            records.append(record_from_dict(data, source=f"{rel}:{finding.line}", dataset_version=analyzed_at))
+            try:
+                records.append(record_from_dict(data, source=f"{rel}:{finding.line}", dataset_version=analyzed_at))
+            except ValueError as exc:  # a field over its limit (knowledge.record_limits): the rest is written
+                report.skipped[f"invalid record ({str(exc).split(':', 1)[0]})"] += 1
     report.records = len(records)
     report.seconds = time.perf_counter() - started
     return records, report

@@ -6,13 +6,20 @@ unbounded quantifiers (and three or more unbounded repeats in a row, polynomial)
 only such patterns are then tried on texts made to almost match them (runs of the pattern's own
 characters, as long as a query's text can be), each with a CPU budget. A pattern that exceeds it is
 rejected as a malformed record, naming the file and line like any other problem. The bundled 832
-patterns have no nested quantifier, so loading them costs one parse each.
+patterns have no nested quantifier, so loading them costs one parse each. The trial texts start with what
+the pattern itself begins with (``Agent interrupted (a|aa)+$`` backtracks only behind its literal prefix),
+and an alternation inside a repeat counts as nested (``(a|aa)+``: one text, many ways to match it).
+
+What a pattern costs to compile is bounded too: the ``regex`` module writes a counted repeat out in full,
+so ``(?:ab){4294967294}`` took 12.7 GB and ``x{4000000}`` 1 GB. Repeat counts over :data:`MAX_REPEAT` and
+patterns whose written-out size is over :data:`MAX_PATTERN_SIZE` are rejected before anything compiles them.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
+import re
 import time
 
 import regex
@@ -31,10 +38,18 @@ TRIAL_CPU_S = 0.25
 TRIAL_CHARS = 4_000  # as long as the text a query's patterns search (retrieval.matching.PATTERN_TEXT_CHARS)
 _REPEATS = {sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT, getattr(sre_constants, "POSSESSIVE_REPEAT", None)}
 _FILLERS = "a .0-/_:"
+# A counted repeat (``{n}``, ``{m,n}``) may say at most this many: the bundled patterns say at most 8.
+MAX_REPEAT = 1_000
+# Parts a pattern may have once its counted repeats are written out (``(?:ab){100}`` has 200): about 5 MB
+# once compiled. The longest of 68,000 release-built patterns has ~3,300.
+MAX_PATTERN_SIZE = 20_000
+# Characters tried where a pattern wants one from a set, in this order (see _sample).
+_SAMPLES = "a0 -_x.:/A"
 
 
 def _risky(items, inside_repeat: bool = False) -> tuple[bool, int]:
-    """(whether an unbounded repeat sits inside another repeat, how many unbounded repeats there are)."""
+    """(whether an unbounded repeat or an alternation sits inside a repeat, how many unbounded repeats there
+    are)."""
     nested, count = False, 0
     for op, arg in items:
         children: list = []
@@ -45,12 +60,9 @@ def _risky(items, inside_repeat: bool = False) -> tuple[bool, int]:
             count += int(high == sre_constants.MAXREPEAT)
             nested |= repeat and inside_repeat
             children = [body]
-        elif op is sre_constants.SUBPATTERN:
-            children = [arg[-1]]
-        elif op is sre_constants.BRANCH:
-            children = list(arg[1])
-        elif op in (sre_constants.ASSERT, sre_constants.ASSERT_NOT):
-            children = [arg[1]]
+        else:
+            children = _children(op, arg)
+            nested |= inside_repeat and op is sre_constants.BRANCH  # (a|aa)+: a run of a's splits many ways
         for child in children:
             child_nested, child_count = _risky(child, inside_repeat or repeat)
             nested |= child_nested
@@ -71,14 +83,108 @@ def _literals(items, out: set[str]) -> None:
                 _literals(branch, out)
 
 
-def _trial_texts(items) -> list[str]:
-    """Runs of one or two characters the pattern uses, ending in a character that breaks the match."""
+def _trial_texts(items, nested: bool) -> list[tuple[str, str]]:
+    """Runs of one or two characters the pattern uses, ending in a character that breaks the match; for a
+    ``nested`` pattern (the exponential kind) the runs of one character again behind what the pattern
+    matches before its first nested repeat. Each with its words.
+
+    Only nested patterns get the prefixed runs: behind its prefix a merely polynomial pattern (three ``(.+?)``)
+    runs for real on every run, which doubled the time 68,000 release-built patterns take to check."""
     found: set[str] = set()
     _literals(items, found)
     chars = sorted(found)[:8] + list(_FILLERS)
-    texts = [c * TRIAL_CHARS + "\x00" for c in chars]
-    texts += [(a + b) * (TRIAL_CHARS // 2) + "\x00" for a, b in itertools.permutations(chars, 2)]
+    texts = [(c * TRIAL_CHARS + "\x00", f"{c!r} repeated") for c in chars]
+    texts += [
+        ((a + b) * (TRIAL_CHARS // 2) + "\x00", f"{a + b!r} repeated") for a, b in itertools.permutations(chars, 2)
+    ]
+    first = next((i for i, item in enumerate(items) if _risky([item])[0]), 0)
+    prefix = _sample(items[:first])
+    if prefix and nested:
+        texts += [(prefix + c * TRIAL_CHARS + "\x00", f"{prefix!r} then {c!r} repeated") for c in chars]
     return texts
+
+
+def _sample(items) -> str:
+    """A short text the parsed pattern ``items`` matches, as far as can be told without running it."""
+    out = []
+    for op, arg in items:
+        if op is sre_constants.LITERAL:
+            out.append(chr(arg))
+        elif op is sre_constants.NOT_LITERAL:
+            out.append("a" if arg != ord("a") else "b")
+        elif op is sre_constants.ANY:
+            out.append("a")
+        elif op is sre_constants.IN:
+            out.append(next((c for c in _SAMPLES if _in_set(c, arg)), "a"))
+        elif op in _REPEATS:
+            out.append(_sample(arg[2]) * min(arg[0], 50))
+        elif op is sre_constants.SUBPATTERN:
+            out.append(_sample(arg[-1]))
+        elif op is sre_constants.BRANCH:
+            out.append(_sample(arg[1][0]))
+    return "".join(out)[:400]
+
+
+_CATEGORIES = {
+    sre_constants.CATEGORY_DIGIT: str.isdigit,
+    sre_constants.CATEGORY_SPACE: str.isspace,
+    sre_constants.CATEGORY_WORD: lambda c: c.isalnum() or c == "_",
+}
+
+
+def _in_set(char: str, members) -> bool:
+    """Whether ``char`` is in a parsed character set (``[^a-z\\d]``)."""
+    negate = bool(members) and members[0][0] is sre_constants.NEGATE
+    found = False
+    for op, arg in members:
+        if op is sre_constants.LITERAL:
+            found |= ord(char) == arg
+        elif op is sre_constants.RANGE:
+            found |= arg[0] <= ord(char) <= arg[1]
+        elif op is sre_constants.CATEGORY:
+            name = str(arg)
+            test = _CATEGORIES.get(getattr(sre_constants, name.replace("NOT_", ""), None))
+            found |= test is not None and test(char) != ("NOT_" in name)
+    return found != negate
+
+
+def _children(op, arg) -> list:
+    if op is sre_constants.SUBPATTERN:
+        return [arg[-1]]
+    if op is sre_constants.BRANCH:
+        return list(arg[1])
+    if op in (sre_constants.ASSERT, sre_constants.ASSERT_NOT):
+        return [arg[1]]
+    return []
+
+
+def _size_and_repeat(items) -> tuple[int, int]:
+    """(the parts ``items`` have with counted repeats written out, the largest count a repeat says)."""
+    size = largest = 0
+    for op, arg in items:
+        if op in _REPEATS:
+            low, high, body = arg
+            said = low if high == sre_constants.MAXREPEAT else high
+            body_size, body_largest = _size_and_repeat(body)
+            size += max(said, 1) * body_size
+            largest = max(largest, said, body_largest)
+            continue
+        size += 1
+        for child in _children(op, arg):
+            child_size, child_largest = _size_and_repeat(child)
+            size += child_size
+            largest = max(largest, child_largest)
+    return size, largest
+
+
+def too_large_reason(items) -> str | None:
+    """Why a parsed pattern would take too much memory to compile (its counted repeats written out)."""
+    size, largest = _size_and_repeat(items)
+    if largest > MAX_REPEAT:
+        return f"repeats a part {largest} times, over the limit of {MAX_REPEAT}; use + or * for a run of any length"
+    if size > MAX_PATTERN_SIZE:
+        return f"too large once its repeats are written out ({size} parts, over the limit of {MAX_PATTERN_SIZE})"
+    return None
 
 
 def _over_budget(compiled, text: str) -> bool:
@@ -98,11 +204,15 @@ def _over_budget(compiled, text: str) -> bool:
 
 @functools.lru_cache(maxsize=4096)
 def unbounded_reason(pattern: str) -> str | None:
-    """Why ``pattern`` cannot be searched in bounded time, or ``None`` when it can (or cannot be told)."""
+    """Why ``pattern`` cannot be compiled and searched in bounded time and memory, or ``None`` when it can (or
+    cannot be told)."""
     try:
         items = sre_parse.parse(pattern)
     except (Exception, RecursionError):  # noqa: BLE001 - a syntax only the regex module knows: not checked
         return None
+    large = too_large_reason(items)
+    if large:
+        return large
     nested, count = _risky(items)
     if not nested and count < 3:
         return None
@@ -110,11 +220,23 @@ def unbounded_reason(pattern: str) -> str | None:
         compiled = regex.compile(pattern)
     except (regex.error, ValueError, OverflowError, RecursionError):
         return None  # reported by the compile check
-    for text in _trial_texts(items):
+    for text, words in _trial_texts(items, nested):
         if _over_budget(compiled, text):
-            sample = text[:2] if text[:1] != text[1:2] else text[:1]
             return (
-                f"backtracks for over {TRIAL_CPU_S:g} s of CPU on a text of {sample!r} repeated (nested or"
+                f"backtracks for over {TRIAL_CPU_S:g} s of CPU on a text of {words} (nested or"
                 " repeated quantifiers); rewrite it so each character can be matched one way only"
             )
+    return None
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """Why ``pattern`` is no usable ``messagePattern``: it does not compile, or cannot be searched in bounded
+    time and memory (:func:`unbounded_reason`); None when it is."""
+    reason = unbounded_reason(pattern)  # first: the memory bound holds before anything compiles it whole
+    if reason:
+        return reason
+    try:
+        re.compile(pattern)
+    except (re.error, OverflowError, RecursionError, ValueError) as exc:  # a{99999999999}: OverflowError
+        return f"does not compile as a Python regex ({exc})"
     return None

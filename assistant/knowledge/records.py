@@ -10,14 +10,16 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import KnowledgeBaseError
+from . import record_limits as limits
 from .checked import checked_files
-from .pattern_safety import unbounded_reason
+from .pattern_safety import pattern_problem
+from .record_limits import kb_files
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +61,7 @@ SCHEMA: tuple[tuple[str, str, tuple[type, ...], bool], ...] = (
     ("schemaVersion", "schema_version", _INT, False),
 )
 _LIST_FIELDS = {"solutions", "preventionTips", "tags"}
+_NAMES = tuple(name for name, _attr, _types, _required in SCHEMA)
 _ID_RE = re.compile(r"^[0-9a-f]{16}$")
 # Tag that `errata ingest` puts on the records it writes: they give way to curated records.
 INGESTED_TAG = "ingested"
@@ -128,13 +131,19 @@ class Record:
 
 
 def record_from_dict(
-    data: dict[str, Any], *, source: str = "", dataset_version: str | None = None, check_pattern: bool = True
+    data: dict[str, Any],
+    *,
+    source: str = "",
+    dataset_version: str | None = None,
+    check_pattern: bool = True,
+    check_fields: bool = True,
 ) -> Record:
     """Validate one record object and build a :class:`Record`.
 
     Raises ``ValueError`` whose message starts with the offending field's name. ``check_pattern=False``
     skips compiling ``messagePattern`` and timing it on hostile texts (~0.3 ms): for a line read again
-    that was checked when the knowledge base was loaded.
+    that was checked when the knowledge base was loaded. ``check_fields=False`` skips the fields' sizes and
+    text: for a line too short to hold a field over its limit, with no surrogate escape.
     """
     if not isinstance(data, dict):
         raise ValueError(f"record: expected an object, got {type(data).__name__}")
@@ -152,25 +161,21 @@ def record_from_dict(
         if json_name in _LIST_FIELDS:
             if not all(isinstance(item, str) for item in value):
                 raise ValueError(f"{json_name}: every item must be a string")
+            if len(value) > limits.MAX_LIST_ITEMS:
+                raise ValueError(f"{json_name}: {len(value)} items, over the limit of {limits.MAX_LIST_ITEMS}")
             value = tuple(value)
         values[attr] = value
+    problem = limits.fields_problem(data, _NAMES) if check_fields else None  # sizes, lone surrogates
+    if problem:
+        raise ValueError(problem)
     if not _ID_RE.match(values["id"]):
         raise ValueError(f"id: expected 16 lowercase hex characters, got {values['id']!r}")
     if not values["error_message"].strip():
         raise ValueError("errorMessage: must not be empty")
-    if check_pattern:
-        _check_pattern(values["message_pattern"])
-    return Record(**values, dataset_version=dataset_version, source=source)
-
-
-def _check_pattern(pattern: str) -> None:
-    try:
-        re.compile(pattern)
-    except (re.error, OverflowError, RecursionError, ValueError) as exc:  # a{99999999999}: OverflowError
-        raise ValueError(f"messagePattern: does not compile as a Python regex ({exc})") from None
-    slow = unbounded_reason(pattern)
+    slow = pattern_problem(values["message_pattern"]) if check_pattern else None
     if slow:
         raise ValueError(f"messagePattern: {slow}")
+    return Record(**values, dataset_version=dataset_version, source=source)
 
 
 @dataclass
@@ -185,23 +190,6 @@ class LoadReport:
     @property
     def skipped(self) -> int:
         return len(self.problems)
-
-
-def kb_files(paths: Iterable[Path | str]) -> list[Path]:
-    """Every ``*.jsonl`` file named by ``paths`` (files, or folders searched recursively), sorted."""
-    files: list[Path] = []
-    for raw in paths:
-        path = Path(raw).expanduser()
-        if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*.jsonl") if p.is_file()))
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise KnowledgeBaseError(f"knowledge base {path} does not exist (give a folder of *.jsonl files)")
-    if not files:
-        names = ", ".join(str(p) for p in paths)
-        raise KnowledgeBaseError(f"no *.jsonl record files found in {names}")
-    return files
 
 
 def load_records(
@@ -251,10 +239,11 @@ def scan_records(
             _problem(report, strict, f"{path}: cannot read file: {exc}")
             continue
         with handle:
-            offset = 0
-            for lineno, raw in enumerate(handle, start=1):
+            for lineno, line_offset, raw in limits.numbered_lines(handle):
                 where = f"{path}:{lineno}"
-                line_offset, offset = offset, offset + len(raw)
+                if isinstance(raw, int):  # a line too long to read (record_limits.py)
+                    _problem(report, strict, f"{where}: {limits.over_long_line(raw)}")
+                    continue
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
@@ -399,7 +388,8 @@ def parse_line(line: str, where: str, *, check_pattern: bool = True) -> Record:
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        # Some of json's messages end in "at" ("Unterminated string starting at"): one "at" is enough.
+        raise ValueError(f"not valid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})") from None
     except RecursionError:
         raise ValueError("JSON nested too deeply to read") from None
     if not isinstance(data, dict):
@@ -408,7 +398,12 @@ def parse_line(line: str, where: str, *, check_pattern: bool = True) -> Record:
     inner = data.get("record", data) if "record" in data else data
     if not isinstance(dataset_version, (str, type(None))):
         raise ValueError("datasetVersion: expected str")
-    return record_from_dict(inner, source=where, dataset_version=dataset_version, check_pattern=check_pattern)
+    check = limits.may_overflow(line)  # a short line with no surrogate escape is not walked field by field
+    if check and (problem := limits.field_problem("datasetVersion", dataset_version)):
+        raise ValueError(problem)
+    return record_from_dict(
+        inner, source=where, dataset_version=dataset_version, check_pattern=check_pattern, check_fields=check
+    )
 
 
 def _problem(report: LoadReport, strict: bool, message: str) -> None:

@@ -2,16 +2,26 @@
 
 Paths are kept as the package names them (``httpx/_client.py``); for an sdist the folder the packages
 live in (``src/`` or the project root) is remembered as ``prefix`` so links can point at the repository.
+An archive is a stranger's data: a module over ``MAX_SOURCE_BYTES`` is skipped without being read (an 816 KB
+wheel held an 800 MB module), a module whose name is no plain relative path of safe characters is skipped
+(names made to inject a link or leave the package, ``ingest.source_files``), each with a note in
+``skipped``; modules are decoded as their coding cookie says.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import tarfile
 import zipfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
 from pathlib import Path
+
+from ..ingest.source_files import MAX_SOURCE_BYTES, decode_source, shown, unsafe_path_reason
+
+logger = logging.getLogger(__name__)
 
 _GITHUB_RE = re.compile(r"github\.com/([\w.\-]+)/([\w.\-]+?)(?:\.git)?(?:[/#?]|$)")
 # Folders of an sdist that hold no library code.
@@ -29,6 +39,7 @@ class ReleaseArchive:
     sources: dict[str, str] = field(default_factory=dict)
     prefix: str = ""  # where the packages sit in the repository, a guess for wheels ("")
     top_level: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # "member: why" for modules not read
 
 
 def repo_from_metadata_text(text: str) -> str | None:
@@ -37,7 +48,7 @@ def repo_from_metadata_text(text: str) -> str | None:
     urls = [*(headers.get_all("Project-URL") or []), headers.get("Home-page") or ""]
     for url in urls:
         found = _GITHUB_RE.search(url)
-        if found and found[1].lower() not in {"sponsors", "orgs"}:
+        if found and found[1].lower() not in {"sponsors", "orgs"} and len(found[0]) < 300:
             return f"{found[1]}/{found[2]}"
     return None
 
@@ -45,7 +56,8 @@ def repo_from_metadata_text(text: str) -> str | None:
 def read_archive(path: str | Path) -> ReleaseArchive:
     """The metadata and Python sources of a wheel (``.whl``) or sdist (``.tar.gz`` / ``.zip``)."""
     path = Path(path)
-    files = _wheel_files(path) if path.name.endswith(".whl") else _sdist_files(path)
+    skipped: list[str] = []
+    files = _wheel_files(path, skipped) if path.name.endswith(".whl") else _sdist_files(path, skipped)
     if path.name.endswith(".whl"):
         meta_name = next((n for n in files if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)), None)
         sources = {n: t for n, t in files.items() if n.endswith(".py") and not _in_dist_folder(n)}
@@ -61,6 +73,7 @@ def read_archive(path: str | Path) -> ReleaseArchive:
         repo=repo_from_metadata_text(files[meta_name]) if meta_name else None,
         sources=sources,
         prefix=prefix,
+        skipped=skipped,
     )
     archive.top_level = sorted({rel.split("/", 1)[0].removesuffix(".py") for rel in sources})
     return archive
@@ -70,36 +83,62 @@ def _in_dist_folder(name: str) -> bool:
     return bool(re.match(r"[^/]+\.(?:dist-info|data)/", name))
 
 
-def _wheel_files(path: Path) -> dict[str, str]:
+def _wheel_files(path: Path, skipped: list[str]) -> dict[str, str]:
     with zipfile.ZipFile(path) as archive:
-        return {
-            info.filename: archive.read(info).decode("utf-8", errors="replace")
-            for info in archive.infolist()
-            if not info.is_dir() and (info.filename.endswith(".py") or info.filename.endswith(".dist-info/METADATA"))
-        }
+        members = [(i.filename, i.file_size, lambda i=i: archive.open(i)) for i in archive.infolist() if not i.is_dir()]
+        return _read_members(((name, name, size, open_) for name, size, open_ in members), skipped)
 
 
-def _sdist_files(path: Path) -> dict[str, str]:
+def _sdist_files(path: Path, skipped: list[str]) -> dict[str, str]:
     """Text of the ``*.py`` files and ``PKG-INFO`` of an sdist, without its top folder (``name-1.0/``)."""
-    found: dict[str, str] = {}
     if path.name.endswith(".zip"):
         with zipfile.ZipFile(path) as archive:
-            items = [(i.filename, lambda i=i: archive.read(i)) for i in archive.infolist() if not i.is_dir()]
-            found = _keep(items)
-    else:
-        with tarfile.open(path) as archive:
-            items = [(m.name, lambda m=m: archive.extractfile(m).read()) for m in archive.getmembers() if m.isfile()]
-            found = _keep(items)  # type: ignore[arg-type]
-    return found
+            items = [
+                (i.filename, i.file_size, lambda i=i: archive.open(i)) for i in archive.infolist() if not i.is_dir()
+            ]
+            return _read_members(_without_top(items), skipped)
+    with tarfile.open(path) as archive:
+        items = [(m.name, m.size, lambda m=m: archive.extractfile(m)) for m in archive.getmembers() if m.isfile()]
+        return _read_members(_without_top(items), skipped)  # type: ignore[arg-type]
 
 
-def _keep(items) -> dict[str, str]:
+Member = tuple[str, str, int, Callable]  # (name in the archive, name kept, size, open)
+
+
+def _without_top(items: Iterable[tuple[str, int, Callable]]) -> Iterable[Member]:
+    for name, size, open_ in items:
+        yield name, name.split("/", 1)[1] if "/" in name else name, size, open_
+
+
+def _read_members(members: Iterable[Member], skipped: list[str]) -> dict[str, str]:
+    """The text of the ``*.py`` members and the metadata file, by the name kept; what is skipped, noted."""
     out = {}
-    for name, read in items:
-        inner = name.split("/", 1)[1] if "/" in name else name
-        if inner.endswith(".py") or inner == "PKG-INFO":
-            out[inner] = read().decode("utf-8", errors="replace")
+    for name, kept, size, open_ in members:
+        is_meta = kept == "PKG-INFO" or kept.endswith(".dist-info/METADATA")
+        if not (kept.endswith(".py") or is_meta):
+            continue
+        why = unsafe_path_reason(name)  # the whole name: an absolute or ".." one is refused before any cut
+        if why is None and size > MAX_SOURCE_BYTES:
+            why = f"{size} bytes, over the limit of {MAX_SOURCE_BYTES}"
+        data = b""
+        if why is None:
+            with open_() as handle:  # never more than the limit, whatever the header says
+                data = handle.read(MAX_SOURCE_BYTES + 1)
+            if len(data) > MAX_SOURCE_BYTES:
+                why = f"over the limit of {MAX_SOURCE_BYTES} bytes"
+        if why is not None:
+            skipped.append(f"{shown(name)}: {why}")
+            logger.warning("skipped %s: %s", shown(name), why)
+            continue
+        out[kept] = data.decode("utf-8", errors="replace") if is_meta else _decode(data)
     return out
+
+
+def _decode(data: bytes) -> str:
+    try:
+        return decode_source(data, errors="replace")  # as its coding cookie says (PEP 263)
+    except SyntaxError:  # an unknown encoding declared: read as UTF-8, as Python would refuse it anyway
+        return data.decode("utf-8", errors="replace")
 
 
 def _sdist_sources(files: dict[str, str], prefix: str) -> dict[str, str]:

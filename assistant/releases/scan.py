@@ -20,6 +20,7 @@ from typing import Any
 
 from ..ingest.extract import find_in_source, package_helpers
 from ..ingest.raises import Origin, make_record
+from ..knowledge.records import record_from_dict
 from ..storage.files import sha256_file
 from .archive import ReleaseArchive, read_archive
 from .compiled_sdist import compiled_entries
@@ -27,8 +28,9 @@ from .download import sdist_beside
 from .surface import read_surface
 
 # Bump when what a scan finds changes, so cached scans are made again.
-SCAN_VERSION = 7  # 5: bounded message patterns (ingest.messages.bounded_message_pattern); 6: messages
-# passed inside a data object (ingest.extract); 7: compiled sources from the sdist (.compiled_sdist)
+SCAN_VERSION = 8  # 5: bounded message patterns (ingest.messages.bounded_message_pattern); 6: messages
+# passed inside a data object (ingest.extract); 7: compiled sources from the sdist (.compiled_sdist); 8: bounded
+# members, names and source excerpts, coding cookies (.archive, ingest.source_files)
 DEFAULT_TAG_FORMAT = "v{version}"
 
 Scan = dict[str, Any]
@@ -71,6 +73,7 @@ def scan_archive(
             "records": len(entries) + len(compiled),
             "skipped": dict(skipped),
             "unparsable_files": unparsable,
+            "skipped_files": archive.skipped,
             **compiled_report,
             "seconds": round(time.perf_counter() - started, 3),
         },
@@ -139,5 +142,10 @@ def _findings(
         lines = source.splitlines()
         for finding in findings:
             record = make_record(finding, archive.prefix + rel, lines, origin, analyzed_at)
+            try:  # a field over its limit (a 30,000-character message) would stop the build that loads it
+                record_from_dict(record, check_pattern=False)
+            except ValueError as exc:
+                skipped[f"invalid record ({str(exc).split(':', 1)[0]})"] += 1
+                continue
             entries.append({"record": record, "qualname": finding.qualname})
     return entries, skipped

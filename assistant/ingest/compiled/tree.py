@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ...knowledge.records import Record, record_from_dict
 from ..raises import Origin, repo_from_metadata, resolve_package
+from ..source_files import MAX_SOURCE_BYTES, unsafe_path_reason
 from .sources import CompiledReport, compiled_files, compiled_records
 
 
@@ -29,6 +30,12 @@ def ingest_compiled(
     files: dict[str, str] = {}
     report = CompiledReport()
     for file, rel in compiled_files(root, base):
+        if unsafe_path_reason(rel) is not None:  # a name that would put markup or a path outside in a record
+            report.skipped["unsafe file name"] += 1
+            continue
+        if file.stat().st_size > MAX_SOURCE_BYTES:
+            report.skipped["file over the size limit"] += 1
+            continue
         try:
             files[rel] = file.read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -39,5 +46,10 @@ def ingest_compiled(
         if data["id"] in seen:
             continue
         seen.add(data["id"])
-        records.append(record_from_dict(data, source=f"{data['filePath']}:{finding.line}", dataset_version=analyzed_at))
+        try:
+            records.append(
+                record_from_dict(data, source=f"{data['filePath']}:{finding.line}", dataset_version=analyzed_at)
+            )
+        except ValueError:  # over a field limit (record_limits.py): counted, as ingest counts its own
+            report.skipped["invalid record"] += 1
     return records, report
