@@ -203,3 +203,163 @@ def test_a_build_that_cannot_reserve_space_raises_enospc_not_sigbus(tmp_path):
         with pytest.raises(OSError) as caught:
             preallocate(path)
         assert caught.value.errno == 28
+
+
+# --- what the index trusts is checksummed, not sized (issue 47) ----------------------------------
+
+
+def _small_start(kb: Path, index_dir: Path, embedder) -> Assistant:
+    return Assistant(Settings.load(env={}), kb=kb, index_dir=index_dir, embedder=embedder)
+
+
+def _keep_time(path: Path, damage) -> None:
+    """Apply ``damage`` to ``path`` and give it back its size and modification time, as a bit flipped on disk."""
+    stat = path.stat()
+    damage(path)
+    assert path.stat().st_size == stat.st_size
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def _flip_id(path: Path) -> None:
+    data = path.read_bytes()
+    at = data.index(f'"id": "{INTERRUPTED_ID}"'.encode()) + len('"id": "')
+    path.write_bytes(data[:at] + bytes([data[at] ^ 1]) + data[at + 1 :])  # 'c' -> 'b': one bit
+
+
+def _swap_ids(path: Path) -> None:
+    other = next(e["id"] for e in json.loads(path.read_text())["records"] if e["id"] != INTERRUPTED_ID)
+    text = path.read_text()
+    text = text.replace(INTERRUPTED_ID, "\0").replace(other, INTERRUPTED_ID).replace("\0", other)
+    path.write_text(text)
+
+
+def test_a_sealed_json_file_finds_one_flipped_bit_anywhere(tmp_path):
+    from assistant.storage.checksums import read_sealed_json, sealed_json
+
+    path = tmp_path / "manifest.json"
+    path.write_text(sealed_json({"records": [{"id": INTERRUPTED_ID}, {"id": "0123456789abcdef"}]}))
+    assert read_sealed_json(path)[0]["records"][0]["id"] == INTERRUPTED_ID
+    _keep_time(path, _flip_id)
+    with pytest.raises(DamagedFolderError, match="manifest.json holds other bytes"):
+        read_sealed_json(path)
+
+
+QUESTIONS = (
+    INTERRUPTED,
+    "why was my agent interrupted in smolagents?",
+    "my smolagents agent stopped: Agent interrupted",
+)
+
+
+def _answers(assistant: Assistant) -> list[tuple[str, float]]:
+    return [(answer.hits[0].record.id, answer.confidence) for answer in map(assistant.ask, QUESTIONS)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", [_flip_id, _swap_ids], ids=["one-bit-flip", "two-ids-swapped"])
+def test_a_damaged_record_id_in_the_manifest_is_found_and_rebuilt_never_trusted(
+    small_kb, tmp_path, embedder, caplog, damage
+):
+    """Size and time kept: a start from the snapshot trusted the manifest's ids, and answered a question with
+    another record (a flip), or the right one with less confidence (a swap: the two records' vectors exchanged)."""
+    index_dir = tmp_path / "index"
+    whole = _answers(_small_start(small_kb, index_dir, embedder))
+    assert _small_start(small_kb, index_dir, embedder).build_report.reason == "up to date (snapshot)"
+    _keep_time(index_dir / "manifest.json", damage)
+    with caplog.at_level(logging.WARNING):
+        again = _small_start(small_kb, index_dir, embedder)
+    for (record, confidence), (record_again, confidence_again) in zip(whole, _answers(again), strict=True):
+        assert record_again == record and abs(confidence_again - confidence) < 0.02
+    assert again.build_report.rebuilt
+    assert any("manifest.json" in r.getMessage() and "other bytes" in r.getMessage() for r in caplog.records)
+    assert _small_start(small_kb, index_dir, embedder).build_report.reason == "up to date (snapshot)"
+
+
+@pytest.fixture
+def private_onnx_cache(embedder, tmp_path) -> Path:
+    """A copy of the user's export cache (whole: made again first if it is not), safe to damage."""
+    from assistant.embedding.onnx import OnnxEncoder, default_cache_dir
+
+    OnnxEncoder(embedder.local_dir(), int8=True)
+    target = tmp_path / "onnx-cache"
+    shutil.copytree(default_cache_dir(), target)
+    return target
+
+
+def _sha256(path: Path) -> str:
+    from assistant.storage.files import sha256_file
+
+    return sha256_file(path)
+
+
+def _write_random_blocks(path: Path, blocks: int = 32) -> None:
+    rng = np.random.default_rng(47)
+    size = path.stat().st_size
+    with open(path, "r+b") as handle:
+        for offset in rng.integers(0, size - 4096, blocks):
+            handle.seek(int(offset))
+            handle.write(rng.integers(0, 256, 4096, dtype=np.uint8).tobytes())
+
+
+@pytest.mark.slow
+def test_random_blocks_in_the_stored_encoder_are_found_and_never_reach_the_cache(
+    small_kb, tmp_path, private_onnx_cache, caplog
+):
+    from assistant.embedding.embedder import Embedder
+
+    private = Embedder(cache_dir=private_onnx_cache)
+    index_dir = tmp_path / "index"
+    _small_start(small_kb, index_dir, private)
+    stored = next((index_dir / "encoder").glob("*.onnx"))
+    cached = private_onnx_cache / stored.name
+    whole = _sha256(cached)
+    os.chmod(stored, 0o644)  # as root would write it anyway
+    _keep_time(stored, _write_random_blocks)
+
+    assert _sha256(cached) == whole  # a copy, not a link: the cache every later index is made from is untouched
+    with caplog.at_level(logging.WARNING):
+        again = _small_start(small_kb, index_dir, Embedder(cache_dir=private_onnx_cache))
+    lines = [r.getMessage() for r in caplog.records if "export" in r.getMessage()]
+    assert len(lines) == 1 and "other bytes" in lines[0], lines
+    assert again.embedder.model.path != stored  # queries go through the cache's whole file
+    _assert_right_answer(again)
+    assert _sha256(stored) == whole  # stored again: the next start uses it, with no warning
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        later = _small_start(small_kb, index_dir, Embedder(cache_dir=private_onnx_cache))
+    assert later.embedder.model.path == stored and not [r for r in caplog.records if "export" in r.getMessage()]
+    _assert_right_answer(later)
+
+
+@pytest.mark.slow
+def test_a_damaged_cache_entry_is_made_again_not_copied_into_an_index(small_kb, tmp_path, private_onnx_cache, caplog):
+    from assistant.embedding.embedder import Embedder
+
+    cached = next(private_onnx_cache.glob("*-int8.onnx"))
+    whole = _sha256(cached)
+    _keep_time(cached, _write_random_blocks)
+    with caplog.at_level(logging.WARNING):
+        _small_start(small_kb, tmp_path / "index", Embedder(cache_dir=private_onnx_cache))
+    assert any("making it again" in r.getMessage() for r in caplog.records)
+    assert _sha256(tmp_path / "index" / "encoder" / cached.name) == whole == _sha256(cached)
+
+
+@pytest.mark.slow
+def test_a_first_build_on_a_full_disk_stores_its_encoder_at_the_next_start(small_kb, tmp_path, embedder, caplog):
+    """The export (23 MB) does not fit; the rest of the index does. Once there is room, the next start stores
+    it and no start warns about it again."""
+    with _small_filesystem(tmp_path, "24m") as disk:
+        index_dir = disk / "index"
+        _fill(disk, leave=8 * 1024 * 1024)
+        with caplog.at_level(logging.WARNING):
+            first = _small_start(small_kb, index_dir, embedder)
+        _assert_right_answer(first)
+        assert any("cannot store an ONNX export" in r.getMessage() for r in caplog.records)
+        (disk / "filler").unlink()
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            _assert_right_answer(_small_start(small_kb, index_dir, embedder))
+            later = _small_start(small_kb, index_dir, embedder)
+        assert not [r.getMessage() for r in caplog.records if "export" in r.getMessage()]
+        assert later.build_report.reason == "up to date (snapshot)"
+        assert later.embedder.model.path == next((index_dir / "encoder").glob("*.onnx"))

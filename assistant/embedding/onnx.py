@@ -3,7 +3,9 @@
 Why: on a 2-core CPU, ONNX Runtime with int8 weights (and int8 activations quantized per batch) encodes
 records several times faster than torch, with vectors ~0.994 cosine to the float model's (see
 benchmarks/embed_speed.py). Nothing is downloaded: the export is traced from the weights on disk once,
-keyed by their hash, and reused by every later process.
+keyed by their hash, and reused by every later process. Each cached file has its SHA-256 beside it
+(``<name>.sha256``), written when it was made and checked before it is used or copied to an index: a
+file damaged in place (size kept) is made again, never handed on.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -21,8 +24,10 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EmbedderError
-from ..storage.files import atomic_path
+from ..storage.files import atomic_path, sha256_file
 from .threads import thread_count
+
+logger = logging.getLogger(__name__)
 
 EXPORT_FORMAT = 1  # bump when the exported graph changes, so old cached files are not reused
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -117,7 +122,7 @@ class LocalEncoder:
         """The float ONNX export of the transformer, made once per weights and kept in the cache."""
         path = self.cache_dir / f"{weights_hash(self.model_dir)}-float.onnx"
         with _MAKING:
-            if not path.exists():
+            if not _whole(path):
                 self.cache_dir.mkdir(parents=True, exist_ok=True)
                 self._making(lambda: _atomic(path, lambda target: run_step("export", self.model_dir, target)))
         return path
@@ -207,12 +212,16 @@ class OnnxEncoder(LocalEncoder):
             self.compiled()  # a broken file fails here, where the caller can fall back, not at the first query
 
     def _ensure_exported(self) -> Path:
+        if self.int8:
+            path = self.cache_dir / f"{weights_hash(self.model_dir)}-int8.onnx"
+            with _MAKING:
+                if _whole(path):
+                    return path
         float_path = self.float_export()
         if not self.int8:
             return float_path
-        path = float_path.with_name(float_path.name.replace("-float.onnx", "-int8.onnx"))
         with _MAKING:
-            if not path.exists():
+            if not _whole(path):
                 self._making(lambda: _atomic(path, lambda target: run_step("quantize", float_path, target)))
         return path
 
@@ -280,8 +289,6 @@ def export_onnx(model_dir: Path, target: Path) -> None:
 
 def quantize_onnx(source: Path, target: Path) -> None:
     """Dynamic int8: weights per output channel, activations quantized per batch at run time."""
-    import logging
-
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     root = logging.getLogger()
@@ -294,6 +301,33 @@ def quantize_onnx(source: Path, target: Path) -> None:
 
 
 def _atomic(path: Path, write) -> None:
-    """Writes through a temporary file in the same folder, so a crash never leaves half a model."""
+    """Writes through a temporary file in the same folder, so a crash never leaves half a model; its digest
+    is written first, so a crash in between leaves a file that does not match it (made again)."""
     with atomic_path(path, mode=0o644) as temporary:  # a cache others may read, like any model file
         write(temporary)
+        with atomic_path(_digest_path(path), mode=0o644) as digest:
+            digest.write_text(sha256_file(temporary) + "\n", encoding="ascii")
+
+
+def _digest_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def export_digest(path: Path) -> str:
+    """The SHA-256 recorded when the cached file ``path`` was made (``OSError`` when there is none)."""
+    return _digest_path(path).read_text(encoding="ascii").strip()
+
+
+def _whole(path: Path) -> bool:
+    """The cached file is there and holds the bytes it was made with; else it is made again (a file of an
+    older errata, with no digest beside it, once), with one log line when it was there."""
+    if not path.exists():
+        return False
+    try:
+        if sha256_file(path) == export_digest(path):
+            return True
+        problem = "holds other bytes than when it was made"
+    except OSError:
+        problem = "has no checksum beside it"
+    logger.warning("the cached ONNX export %s %s; making it again", path, problem)
+    return False

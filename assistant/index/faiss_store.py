@@ -18,13 +18,16 @@ Files under the index folder:
 
 Every file is written to a temporary name and renamed into place, manifest last, so a crash leaves
 either the old index or the new one. A manifest that does not describe the files beside it (a crash in
-between, a truncated or foreign file) is treated as corrupt: the index is rebuilt with a warning.
+between, a truncated or foreign file) is treated as corrupt: the index is rebuilt with a warning. The
+manifest carries the SHA-256 of its own text (``storage/checksums.sealed_json``): a record id flipped or
+two ids swapped, the size and time kept, would otherwise be trusted by every start that does not parse
+the records. A manifest of an older errata, with no seal, is trusted only where its lists are compared
+with the records (a build), and is then written again with one.
 Both FAISS files are memory-mapped when loaded, so replicas on one machine share their pages.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Sequence
@@ -38,10 +41,11 @@ import numpy as np
 from ..embedding.embedder import Embedder
 from ..errors import IndexBuildError
 from ..knowledge.records import Record
+from ..storage.checksums import SEAL_KEY, read_sealed_json, seal_of, sealed_json
 from ..storage.files import atomic_path, build_lock, describe_file, file_matches
 from .ann import EXACT_LIMIT, build_faiss_index, index_type_for, refined_search
 from .cache import EMBEDDINGS_NAME, PARTIAL_DIR, EmbeddingCache, PartialEmbeddings, embed_into, write_embeddings
-from .query_encoder import MANIFEST_KEY, store_query_encoder
+from .query_encoder import MANIFEST_KEY, failed, needs_storing, store_query_encoder, stored
 from .store import CHUNK_RECORDS, BuildReport, embedding_key
 
 logger = logging.getLogger(__name__)
@@ -123,12 +127,13 @@ def open_faiss_index(
         ):
             wanted = index_type_for(len(ids), exact_limit)
             loaded = _load(index_dir, manifest) if manifest.get("index_type") == wanted else None
-            if loaded is not None and MANIFEST_KEY in manifest:
-                report = BuildReport(len(ids), 0, len(ids), time.perf_counter() - started, False, "up to date")
-                return loaded, report
-            if loaded is not None:  # built before exports were stored: nothing is re-embedded
-                reason = "the index has no query encoder stored with it yet"
-            elif manifest.get("index_type") != wanted:
+            # The manifest checked against the records: it may gain its seal, its export, without a rebuild.
+            reason = (needs_storing(manifest) or _unsealed(manifest)) if loaded is not None else ""
+            if loaded is not None:
+                changed = bool(reason) and _complete(index_dir, manifest, embedder)
+                seconds = time.perf_counter() - started
+                return loaded, BuildReport(len(ids), 0, len(ids), seconds, changed, reason if changed else "up to date")
+            if manifest.get("index_type") != wanted:
                 reason = f"index type changes from {manifest.get('index_type')} to {wanted}"
             else:
                 reason = f"{VECTORS_NAME} is unreadable or does not match the manifest"
@@ -144,7 +149,7 @@ def open_faiss_index(
         missing = [i for i, h in enumerate(text_hashes) if h not in cache and h not in partial]
         # The export queries will use; the records are embedded with it too (the same vectors, faster).
         query_encoder = store_query_encoder(embedder, index_dir)
-        encoding = embedder.with_export(index_dir / query_encoder["file"]) if query_encoder else embedder
+        encoding = embedder.with_export(index_dir / query_encoder["file"]) if stored(query_encoder) else embedder
         embed_into(
             partial,
             [records[i] for i in missing],
@@ -191,7 +196,9 @@ def load_index(index_dir: Path, embedder_id: str) -> FaissIndex:
     it fails when there is no usable index for ``embedder_id``.
     """
     index_dir = Path(index_dir)
-    manifest, reason = _read_manifest(index_dir, embedder_id)
+    manifest, reason = _read_manifest(index_dir, embedder_id, warn=False)
+    if manifest is not None and _unsealed(manifest):  # its record list cannot be checked here: never trusted
+        manifest, reason = None, _unsealed(manifest)
     loaded = _load(index_dir, manifest) if manifest is not None else None
     if loaded is None:
         raise IndexBuildError(
@@ -208,13 +215,17 @@ def _make_vector_index(
     return FaissIndex(index, ids, manifest, vectors if needs_vectors else None)
 
 
-def _read_manifest(index_dir: Path, embedder: Embedder | str) -> tuple[dict[str, Any] | None, str]:
+def _read_manifest(
+    index_dir: Path, embedder: Embedder | str, *, warn: bool = True
+) -> tuple[dict[str, Any] | None, str]:
+    """The manifest, its records as three lists, or ``None`` and why; ``warn``: say so when it is damaged
+    (a serving start that falls back to a build leaves that to the build, which says it once)."""
     embedder_id = embedder if isinstance(embedder, str) else embedder.model_id
     path = index_dir / MANIFEST_NAME
     if not path.exists():
         return None, "no index yet"
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest, _ = read_sealed_json(path)  # a damaged seal raises; an older file has no SEAL_KEY
         if manifest.get("format") != FORMAT_VERSION:
             return None, f"index format {manifest.get('format')} is not {FORMAT_VERSION}"
         entries = manifest.pop("records")
@@ -222,8 +233,9 @@ def _read_manifest(index_dir: Path, embedder: Embedder | str) -> tuple[dict[str,
             manifest[name] = _compact([entry[key] for entry in entries])
         del entries
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # AttributeError: not an object
-        logger.warning("index manifest %s is unreadable (%s); rebuilding the index", path, exc)
-        return None, "manifest unreadable"
+        if warn:
+            logger.warning("index manifest %s is unreadable (%s); rebuilding the index", path, exc)
+        return None, f"manifest unreadable: {exc}"
     if manifest.get("embedder") != embedder_id:
         return None, f"embedder changed from {manifest.get('embedder')!r} to {embedder_id!r}"
     return manifest, ""
@@ -291,17 +303,51 @@ def _save(
             "versions": _versions(),
             "files": files,
             MANIFEST_KEY: query_encoder,
-            "records": [{"id": i, "hash": h, "text_hash": t} for i, h, t in zip(ids, hashes, text_hashes, strict=True)],
+            # Kept as three lists (written as one list of records): a million small dicts cost memory.
+            "ids": list(ids),
+            "hashes": list(hashes),
+            "text_hashes": list(text_hashes),
         }
-        with atomic_path(index_dir / MANIFEST_NAME) as tmp:
-            tmp.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+        _write_manifest(index_dir, manifest)
     except OSError as exc:
         raise IndexBuildError(f"cannot write the index to {index_dir}: {exc}") from exc
-    del manifest["records"]  # kept as the three lists below: a million small dicts cost memory
-    manifest["ids"] = list(ids)
-    manifest["hashes"] = list(hashes)
-    manifest["text_hashes"] = list(text_hashes)
     return manifest
+
+
+def _write_manifest(index_dir: Path, manifest: dict[str, Any]) -> None:
+    """``manifest`` (its records as the three lists) written sealed; its ``sha256`` set to the seal's."""
+    lists = ("ids", "hashes", "text_hashes")
+    head = {k: v for k, v in manifest.items() if k not in lists and k != SEAL_KEY}
+    head["records"] = [
+        {"id": i, "hash": h, "text_hash": t} for i, h, t in zip(*(manifest[k] for k in lists), strict=True)
+    ]
+    text = sealed_json(head)
+    del head
+    with atomic_path(index_dir / MANIFEST_NAME) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    manifest[SEAL_KEY] = seal_of(index_dir / MANIFEST_NAME)
+
+
+def _unsealed(manifest: dict[str, Any]) -> str:
+    return "" if SEAL_KEY in manifest else "the manifest carries no checksum (written by an older errata)"
+
+
+def _complete(index_dir: Path, manifest: dict[str, Any], embedder: Embedder) -> bool:
+    """An index whose lists match the records, its vectors whole, given what its manifest lacks: the query
+    encoder (never stored, or a last build could not: a full disk) and the seal. Nothing is embedded.
+    Returns whether the manifest was written again (not when storing failed once more)."""
+    before = manifest.get(MANIFEST_KEY)
+    if needs_storing(manifest):
+        manifest[MANIFEST_KEY] = store_query_encoder(embedder, index_dir)
+    if SEAL_KEY in manifest and failed(before) and failed(manifest[MANIFEST_KEY]):
+        manifest[MANIFEST_KEY] = before
+        return False
+    try:
+        _write_manifest(index_dir, manifest)
+    except OSError as exc:  # the index is whole as it is: it serves, and the next start tries again
+        logger.warning("cannot update the index manifest in %s (%s); free disk space", index_dir, exc)
+        return False
+    return True
 
 
 def _versions() -> dict[str, str]:

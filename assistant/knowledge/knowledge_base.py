@@ -29,11 +29,10 @@ from ..index import BuildReport, VectorStore, load_index, open_index
 from ..index.bundled_vectors import seed_index
 from ..index.faiss_store import MANIFEST_NAME
 from ..index.pieces import PIECES_MANIFEST, PieceVectors, load_piece_vectors, open_piece_vectors
-from ..index.query_encoder import MANIFEST_KEY as QUERY_ENCODER_KEY
-from ..index.query_encoder import stored_query_encoder
+from ..index.query_encoder import needs_storing, stored_query_encoder
 from ..retrieval.signals import SignalIndex
 from ..settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR, PACKAGE_DIR, Settings
-from ..storage.checksums import record_checksums, verify_checksums
+from ..storage.checksums import crc32_file, record_checksums, seal_of, verify_checksums
 from ..storage.files import atomic_path, build_lock
 from ..storage.shelf import RecordShelf
 from .checked import CHECKED_NAME, write_checked
@@ -143,12 +142,21 @@ def _fingerprint(files: list[Path]) -> list[dict[str, Any]]:
 
 
 def _manifest_stamp(index_dir: Path) -> dict[str, Any] | None:
-    """Size and time of the vector manifest, and of the piece vectors' (``None`` where there are none)."""
+    """Size, time and checksum of the vector manifest (the seal it carries: ``load_index`` checks it against
+    its bytes), and of the piece vectors' (its CRC-32: it is small, and not sealed), ``None`` where none."""
     vectors = _stamp(index_dir / MANIFEST_NAME)
-    return None if vectors is None else {**vectors, "pieces": _stamp(index_dir / PIECES_MANIFEST)}
+    if vectors is None:
+        return None
+    pieces = _stamp(index_dir / PIECES_MANIFEST)
+    if pieces is not None:
+        try:
+            pieces["crc32"] = crc32_file(index_dir / PIECES_MANIFEST)
+        except OSError:
+            pieces = None
+    return {**vectors, "seal": seal_of(index_dir / MANIFEST_NAME), "pieces": pieces}
 
 
-def _stamp(path: Path) -> dict[str, int] | None:
+def _stamp(path: Path) -> dict[str, Any] | None:
     try:
         stat = path.stat()
     except OSError:
@@ -173,7 +181,7 @@ def _trusted_vectors(
     except IndexBuildError as exc:
         logger.info("the saved vector index cannot be used as is (%s); checking every record", exc)
         return None
-    if QUERY_ENCODER_KEY not in loaded.manifest:  # built before exports were stored: open_index adds one
+    if needs_storing(loaded.manifest):  # none yet, or a full disk kept the last build from it: open_index adds one
         return None
     return loaded if len(loaded) == count else None
 

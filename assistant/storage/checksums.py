@@ -11,9 +11,11 @@ this list.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import zlib
 from pathlib import Path
+from typing import Any
 
 CHECKSUMS_NAME = "checksums.json"
 _CHUNK = 4 << 20
@@ -68,3 +70,49 @@ def verify_checksums(folder: Path, *, contents: bool = True) -> None:
         for name, path in present.items():
             if crc32_file(path) != entries[name].get("crc32"):
                 raise DamagedFolderError(f"{path} holds other bytes than when it was written")
+
+
+# --- a JSON file that carries the checksum of its own text ----------------------------------------
+
+SEAL_KEY = "sha256"
+_SEAL_HEAD = f'"{SEAL_KEY}": "'.encode()
+_SEAL_TAIL = b'"\n}\n'
+_SEAL_LENGTH = 64 + len(_SEAL_TAIL)  # a hex SHA-256 and what closes the object
+
+
+def sealed_json(value: dict[str, Any]) -> str:
+    """``value`` as indented JSON whose last key, ``sha256``, is the SHA-256 of every byte before that
+    digest: a bit flipped anywhere (a record id of the index manifest, two ids swapped) is found, where
+    the file's size and time say nothing. One pass over bytes read anyway (12 MB: ~8 ms, against ~270 ms
+    to parse them)."""
+    body = json.dumps({k: v for k, v in value.items() if k != SEAL_KEY}, indent=1)
+    head = (body[:-1].rstrip() + ("," if len(body) > 2 else "") + "\n ").encode() + _SEAL_HEAD
+    return (head + hashlib.sha256(head).hexdigest().encode() + _SEAL_TAIL).decode()
+
+
+def read_sealed_json(path: Path) -> tuple[dict[str, Any], bool]:
+    """The object in ``path`` and whether it carries a seal (a file written before seals has none: it can be
+    checked only against what it describes). :class:`DamagedFolderError` when the seal does not match the
+    bytes; ``OSError`` and ``ValueError`` (not JSON, not an object) as they come."""
+    data = path.read_bytes()
+    sealed = data.endswith(_SEAL_TAIL) and data[:-_SEAL_LENGTH].endswith(_SEAL_HEAD)
+    if sealed and hashlib.sha256(data[:-_SEAL_LENGTH]).hexdigest().encode() != data[-_SEAL_LENGTH : -len(_SEAL_TAIL)]:
+        raise DamagedFolderError(f"{path} holds other bytes than when it was written (its checksum differs)")
+    value = json.loads(data)
+    if not isinstance(value, dict):
+        raise ValueError(f"{path} does not hold a JSON object")
+    if not sealed:  # an older file, or one rewritten by hand (a stale seal is no seal): checked by its reader
+        value.pop(SEAL_KEY, None)
+    return value, sealed
+
+
+def seal_of(path: Path) -> str | None:
+    """The checksum a sealed file says it has, read from its last bytes (nothing is hashed): what a
+    snapshot made with this file records, so another sealed file of the same size and time is told apart."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, path.stat().st_size - _SEAL_LENGTH))
+            tail = handle.read()
+    except OSError:
+        return None
+    return tail[:64].decode("ascii", "replace") if len(tail) == _SEAL_LENGTH and tail.endswith(_SEAL_TAIL) else None
