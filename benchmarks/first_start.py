@@ -1,7 +1,7 @@
 """A new user's first start and a later one, as the issue times them (issue 44: first start <= 30 s on two
 cores, peak <= 800 MB, the serving process <= 400 MB once built).
 
-    python benchmarks/first_start.py [--runs 1] [--kb DIR ...] [--json]
+    python benchmarks/first_start.py [--runs 1] [--kb DIR ...] [--release-records on|off|both] [--json]
 
 Each run starts ``python app.py`` on a free port with an empty index folder and an empty export cache
 (``XDG_CACHE_HOME``), so everything a fresh clone does happens: the ONNX export, the records, the vectors
@@ -9,6 +9,8 @@ Each run starts ``python app.py`` on a free port with an empty index folder and 
 the starting page answers 503) and samples every process of the tree from /proc each 50 ms: the peak RSS
 of any one of them and of all together. Ten seconds after the chat answers it reads the serving process's
 RSS. Then a warm start in the same folders: the seconds until the chat answers and the serving RSS.
+``--release-records both`` (the default) measures the curated records alone and with the shipped
+release-built records (issue 45's budget), one after the other in each run.
 """
 
 from __future__ import annotations
@@ -71,9 +73,10 @@ def chat_answers(port: int) -> bool:
         return False
 
 
-def start(index: Path, cache: Path, kb: list[str], timeout: float = 600) -> dict[str, float]:
+def start(index: Path, cache: Path, kb: list[str], release_records: str, timeout: float = 600) -> dict[str, float]:
     port = free_port()
     env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(ROOT)}
+    env["ERRATA_RELEASE_RECORDS"] = "true" if release_records == "on" else "false"
     command = [sys.executable, str(ROOT / "app.py"), "--port", str(port), "--index", str(index)]
     for folder in kb:
         command += ["--kb", folder]
@@ -106,27 +109,34 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--kb", action="append", default=[], help="knowledge-base folder (default: the bundled)")
+    parser.add_argument("--release-records", choices=("on", "off", "both"), default="both")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    firsts, warms = [], []
+    variants = ("off", "on") if args.release_records == "both" else (args.release_records,)
+    runs: dict[str, dict[str, list[dict[str, float]]]] = {v: {"first start": [], "warm start": []} for v in variants}
     for _ in range(args.runs):
-        with tempfile.TemporaryDirectory() as folder:
-            index, cache = Path(folder) / "index", Path(folder) / "cache"
-            firsts.append(start(index, cache, args.kb))
-            warms.append(start(index, cache, args.kb))
+        for variant in variants:
+            with tempfile.TemporaryDirectory() as folder:
+                index, cache = Path(folder) / "index", Path(folder) / "cache"
+                runs[variant]["first start"].append(start(index, cache, args.kb, variant))
+                runs[variant]["warm start"].append(start(index, cache, args.kb, variant))
     summary = {
-        kind: {key: statistics.median(run[key] for run in runs) for key in runs[0]}
-        for kind, runs in (("first start", firsts), ("warm start", warms))
+        f"release records {variant}": {
+            kind: {key: statistics.median(run[key] for run in measured) for key in measured[0]}
+            for kind, measured in kinds.items()
+        }
+        for variant, kinds in runs.items()
     }
     if args.json:
         print(json.dumps(summary))
         return 0
-    print(f"{'':12} {'chat answers':>13} {'peak process':>13} {'peak tree':>10} {'serving':>8}")
-    for kind, row in summary.items():
-        print(
-            f"{kind:12} {row['seconds']:>11.1f} s {row['peak_process_mb']:>10.0f} MB "
-            f"{row['peak_tree_mb']:>7.0f} MB {row['serving_mb']:>5.0f} MB"
-        )
+    print(f"{'':34} {'chat answers':>13} {'peak process':>13} {'peak tree':>10} {'serving':>8}")
+    for variant, kinds in summary.items():
+        for kind, row in kinds.items():
+            print(
+                f"{variant + ', ' + kind:34} {row['seconds']:>11.1f} s {row['peak_process_mb']:>10.0f} MB "
+                f"{row['peak_tree_mb']:>7.0f} MB {row['serving_mb']:>5.0f} MB"
+            )
     return 0
 
 

@@ -10,7 +10,7 @@ import tracemalloc
 import pytest
 
 from assistant import KnowledgeBaseError, load_records
-from assistant.knowledge.records import LoadReport, scan_records
+from assistant.knowledge.records import LoadReport, parse_line, scan_records
 from assistant.storage.shelf import RecordShelf
 
 from .conftest import read_lines, write_lines
@@ -129,3 +129,17 @@ def test_a_json_error_reads_plainly(small_kb):
     assert "not valid JSON (Invalid control character at column " in report.problems[0]
     assert "at at" not in report.problems[0]
     assert json.loads(json.dumps(report.problems))  # plain text a caller can show
+
+
+def test_an_empty_pattern_is_refused_even_in_a_file_whose_patterns_are_trusted(small_kb):
+    """A release-built litellm record had ``messagePattern: ""``, which matches every paste: it answered
+    users' own bare ``AssertionError`` and ``StopIteration`` as litellm's ``BadRequestError``."""
+    records, report, where = _load_with_one_changed(small_kb, "messagePattern", "")
+    assert (
+        report.skipped == 1
+        and report.problems[0] == f"{where}: messagePattern: must not be empty (it would match every paste)"
+    )
+    assert "" not in {r.message_pattern for r in records}
+    line = (small_kb / OLLAMA).read_text().splitlines()[0]
+    with pytest.raises(ValueError, match="messagePattern: must not be empty"):
+        parse_line(line, "x:1", check_pattern=False)

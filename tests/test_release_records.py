@@ -86,6 +86,14 @@ def test_unpacking_writes_once_and_mends_what_changed(packed, tmp_path):
     unpack_release_records(folder, dest)
     assert (folder / "acme__widgets.jsonl").read_bytes() == (source / "acme__widgets.jsonl").read_bytes()
     assert not (folder / "stale__old.jsonl").exists()
+    # A newer errata ships other records under the same name: unpacked again
+    rows = [_record(i) for i in range(7, 9)]
+    write_lines(source / "acme__widgets.jsonl", rows)
+    pack_release_records(source, dest)
+    unpack_release_records(folder, dest)
+    assert [json.loads(line)["record"]["id"] for line in (folder / "acme__widgets.jsonl").open()] == [
+        r["record"]["id"] for r in rows
+    ]
 
 
 def test_a_damaged_archive_is_an_error_that_says_to_reinstall_and_leaves_no_half_file(packed, tmp_path):
@@ -173,6 +181,12 @@ def test_the_default_knowledge_base_answers_from_release_built_records_without_v
         and answer.grounded
         and answer.confidence >= settings.confidence_threshold
     )
+    # A removed API (httpx 0.28 dropped `proxies`) is answered by its API-change record, not Python's own
+    # unexpected-keyword TypeError, on a fresh start with no extra step (issue 45)
+    proxies = first.ask("TypeError: Client.__init__() got an unexpected keyword argument 'proxies'")
+    top = proxies.hits[0].record
+    assert top.repo == "encode/httpx" and "api-change" in top.tags
+    assert proxies.confidence >= settings.confidence_threshold
     # A curated record still answers its own error first
     assert first.ask("my agent stops with Agent interrupted").hits[0].record.repo != "django/django"
     started = time.perf_counter()
@@ -215,3 +229,37 @@ def test_an_update_ships_only_the_lines_that_pass_a_strict_load_and_names_those_
         f"{0:016x}",
         f"{2:016x}",
     ]
+
+
+@pytest.mark.slow
+def test_an_api_change_record_answers_its_removed_argument_before_pythons_own_typeerror(tmp_path, embedder):
+    """httpx 0.28 removed ``proxies``: its API-change record is worded as Python words every unexpected keyword
+    argument, so it used to be treated as a twin of Python's record (answering only with httpx named) and to
+    rank below it by the ingested offset; a new user got Python's generic record at 0.99."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    python = [
+        r for r in read_lines(BUNDLED_KB_DIR / "python__cpython.jsonl") if r["record"]["errorClass"] == "TypeError"
+    ]
+    write_lines(kb / "python__cpython.jsonl", python)
+    change = _record(1, "encode/httpx")["record"] | {
+        "errorClass": "TypeError",
+        "errorMessage": "Client.__init__() got an unexpected keyword argument 'proxies'",
+        "messagePattern": r"(?<![\w.])(?:Client\.)?__init__\(\) got an unexpected keyword argument 'proxies'",
+        "filePath": "httpx/_client.py",
+        "tags": ["httpx", "api-change", "type-error", "ingested", "extracted"],
+    }
+    write_lines(kb / "encode__httpx.jsonl", [{"record": change}])
+    assistant = Assistant(Settings.load(env={}, kb=(kb,), index_dir=tmp_path / "index"), embedder=embedder)
+    for paste in (
+        "TypeError: Client.__init__() got an unexpected keyword argument 'proxies'",
+        'Traceback (most recent call last):\n  File "app.py", line 3, in <module>\n    client = '
+        'httpx.Client(proxies="http://localhost:8030")\nTypeError: Client.__init__() got an unexpected keyword '
+        "argument 'proxies'",
+    ):
+        answer = assistant.ask(paste)
+        assert answer.hits[0].record.id == change["id"], paste
+        assert answer.confidence >= assistant.settings.confidence_threshold
+    # Python's record still answers a keyword no API change names
+    other = assistant.ask("TypeError: Widget.__init__() got an unexpected keyword argument 'colour'")
+    assert other.hits[0].record.repo == "python/cpython"

@@ -65,6 +65,7 @@ _NAMES = tuple(name for name, _attr, _types, _required in SCHEMA)
 _ID_RE = re.compile(r"^[0-9a-f]{16}$")
 # Tag that `errata ingest` puts on the records it writes: they give way to curated records.
 INGESTED_TAG = "ingested"
+API_CHANGE_TAG = "api-change"  # a record of a removed or renamed public API (releases/changes.py)
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,8 @@ def record_from_dict(
         raise ValueError(f"id: expected 16 lowercase hex characters, got {values['id']!r}")
     if not values["error_message"].strip():
         raise ValueError("errorMessage: must not be empty")
+    if not values["message_pattern"]:  # matches every paste: an ingest that found no literal text to pin
+        raise ValueError("messagePattern: must not be empty (it would match every paste)")
     slow = pattern_problem(values["message_pattern"]) if check_pattern else None
     if slow:
         raise ValueError(f"messagePattern: {slow}")

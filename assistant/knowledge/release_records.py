@@ -81,8 +81,8 @@ def knowledge_paths(settings: Settings, *, unpack: bool = True) -> tuple[Path, .
 
 def unpack_release_records(folder: Path, source: Path | None = None) -> Path:
     """``folder`` holding exactly the shipped files unpacked. A file is written anew unless the stamp written
-    when it was unpacked (``unpacked.json``: size and modification time) still names it; its bytes are
-    checked against the manifest when the records load (:func:`trusted_digests`)."""
+    when it was unpacked (``unpacked.json``: size, modification time and the shipped file's SHA-256) still
+    names it; its bytes are checked against the manifest when the records load (:func:`trusted_digests`)."""
     folder, source = Path(folder), SHIPPED_DIR if source is None else Path(source)
     files = shipped_files(source)
     folder.mkdir(parents=True, exist_ok=True)
@@ -95,10 +95,12 @@ def unpack_release_records(folder: Path, source: Path | None = None) -> Path:
     for shipped in files:
         target = folder / shipped.name
         stat = _stat(target)
-        if stat is None or stamps.get(shipped.name) != stat:
+        # The stamp names the file's size and time once unpacked, and which shipped bytes it holds: a newer
+        # errata's records are unpacked again.
+        if stat is None or stamps.get(shipped.name) != [*stat, shipped.sha256]:
             stamps.pop(shipped.name, None)
             _unpack(source / (shipped.name + ".gz"), target, shipped)
-            stamps[shipped.name] = _stat(target)
+            stamps[shipped.name] = [*(_stat(target) or []), shipped.sha256]
             written = True
     if written or set(stamps) != wanted:
         with atomic_path(folder / STAMPS_NAME) as tmp:
@@ -167,7 +169,7 @@ def _stat(path: Path) -> list[int] | None:
     return [stat.st_size, stat.st_mtime_ns]
 
 
-def _read_stamps(folder: Path) -> dict[str, list[int] | None]:
+def _read_stamps(folder: Path) -> dict[str, list]:
     try:
         data = json.loads((folder / STAMPS_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):

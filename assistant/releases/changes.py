@@ -13,12 +13,11 @@ from typing import Any
 
 from ..ingest.output import EXTRACTED_TAG
 from ..ingest.raises import advice
-from ..knowledge.records import INGESTED_TAG
+from ..knowledge.records import API_CHANGE_TAG, INGESTED_TAG
 from .apidiff import ApiChange
 from .identity import identity_id, kebab
 from .merge import release_tags
 
-API_CHANGE_TAG = "api-change"
 _WHAT = {
     "module": "module",
     "import": "name",

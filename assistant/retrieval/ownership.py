@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..knowledge.records import Record
+from ..knowledge.records import API_CHANGE_TAG, Record
 from ..parse.frames import SITE_PACKAGES_RE
 from ..parse.query import Query
 from .candidates import NONE
@@ -159,7 +159,9 @@ class PythonOwnership:
                     source = self.signals.patterns[number]
                     if required_words(source) <= words and self._search(source, text):
                         twins.update(held)
-        return np.asarray(sorted(twins), dtype=np.int64)
+        # A removed API's record (``Client.__init__() got an unexpected keyword argument 'proxies'``) is worded
+        # as Python words it by design, and names the library's own API: not a twin.
+        return np.asarray(sorted(p for p in twins if API_CHANGE_TAG not in self.records[p].tags), dtype=np.int64)
 
     def _search(self, source: str, text: str) -> bool:
         pattern = compile_pattern(source)

@@ -41,7 +41,7 @@ from ..answering.answer import Hit, Retrieval
 from ..embedding.embedder import Embedder
 from ..index import VectorStore
 from ..index.pieces import PieceVectors
-from ..knowledge.records import Record
+from ..knowledge.records import API_CHANGE_TAG, Record
 from ..parse.query import Query
 from .candidates import (
     FULL_SCORING_LIMIT,
@@ -207,6 +207,12 @@ class Retriever:
         order = np.argsort(positions[kept], kind="stable")
         return positions[kept][order], scores[found][kept][order], floor
 
+    def _api_changes(self, positions: np.ndarray) -> np.ndarray:
+        """Of ``positions`` (ascending), the API-change records (``errata kb build-ecosystem``'s)."""
+        if not len(positions):
+            return NONE
+        return positions[[API_CHANGE_TAG in self.records[p].tags for p in positions.tolist()]]
+
     def _find(self, query: Query, vector: np.ndarray, quoted: frozenset[str]) -> Found:
         on_message, specificity, on_text, heads = self._patterns(query)
         cls = query.exception_class
@@ -327,6 +333,10 @@ class Retriever:
             offset = np.zeros(m)
             where, _picked = among(self.signals.ingested, scored)
             offset[where] = self.ingested_offset
+            # A removed or renamed API whose record matches the pasted message is the cause, whatever curated
+            # record reads alike (Python's own unexpected-keyword TypeError for httpx 0.28's `proxies`).
+            where, _picked = among(self._api_changes(found.on_message), scored)
+            offset[where] = 0.0
         weights = self.weights[model]
         scores = features @ weights - penalty - (0.0 if offset is None else offset)
         if found.heads is not None and self.partial.mark_heads(found.heads, features, scores, scored):
