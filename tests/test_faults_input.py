@@ -172,3 +172,51 @@ def test_ordinary_knowledge_base_patterns_are_never_rejected():
     report = LoadReport()
     load_records(list(Settings.load(env={}).kb), report=report)
     assert not [p for p in report.problems if "messagePattern" in p]
+
+
+# --- what stands before the traceback, and what is not text ----------------------------------------
+
+AGENT_TRACEBACK = """\
+Traceback (most recent call last):
+  File "/usr/lib/python3.11/site-packages/smolagents/agents.py", line 547, in _run_stream
+    raise AgentError("Agent interrupted.", self.logger)
+smolagents.utils.AgentError: Agent interrupted."""
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        "-" * 3_000 + "\n",  # a rule of dashes
+        "=" * 2_000 + "\n",
+        "x" * 10_000_000 + "\n",  # a 10 MB line
+        "\u0301" * 50_000 + "\n",  # combining marks
+    ],
+    ids=["dashes", "equals", "10MB-line", "combining-marks"],
+)
+def test_a_wordless_start_before_a_traceback_still_answers(assistant, before):
+    """The first 2,000 characters of a paste held no two words: errata said "no record matches" (0.05)
+    while the right record ranked first."""
+    started = time.monotonic()
+    answer = assistant.ask(before + AGENT_TRACEBACK)
+    assert time.monotonic() - started < 2
+    assert answer.hits[0].record.id == INTERRUPTED_ID and answer.confidence > 0.9
+
+
+def test_a_paste_of_one_repeated_word_still_asks_for_more(assistant):
+    started = time.monotonic()
+    answer = assistant.ask("error " * 3_000 + "Error")
+    assert time.monotonic() - started < 2 and answer.confidence <= 0.05 and "No record" in answer.text
+
+
+@pytest.mark.parametrize("kind", [bytearray, memoryview])
+def test_bytes_of_any_kind_are_read_as_utf8(assistant, kind):
+    answer = assistant.ask(kind(INTERRUPTED.encode()))
+    assert answer.hits[0].record.id == INTERRUPTED_ID and answer.confidence > 0.9
+
+
+@pytest.mark.parametrize(("value", "named"), [(5, "int"), (None, "None"), (["x"], "list"), ({"t": "x"}, "dict")])
+def test_a_paste_that_is_not_text_is_a_type_error_naming_the_accepted_types(assistant, value, named):
+    accepted = f"errata reads a paste as str, or as UTF-8 bytes or bytearray, not {named}"
+    for call in (assistant.ask, assistant.search, lambda v: next(iter(assistant.ask_stream(v)))):
+        with pytest.raises(TypeError, match=accepted):
+            call(value)

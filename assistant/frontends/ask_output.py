@@ -9,24 +9,13 @@ does not come here.
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterable
 from typing import TextIO
 
 from ..answering.answer import Answer
 from .confidence import confidence_words
-
-_FENCE_RE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
-_CODE_SPAN_RE = re.compile(r"(`+)(.+?)\1")
-_ESCAPE_RE = re.compile(r"\\([\\`*_\[\]<>#|{}()+\-.!~])")
-_HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$")
-_LINK_RE = re.compile(r"\[([^\]\n]+)\]\(([^)\s]+)\)")
-_BOLD_RE = re.compile(r"(?<![\w*])\*\*(?=\S)(.+?)(?<=\S)\*\*(?![\w*])|(?<!\w)__(?=\S)(.+?)(?<=\S)__(?!\w)")
-_ITALIC_RE = re.compile(r"(?<![\w*])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![\w*])|(?<!\w)_(?=[^\s_])(.+?)(?<=[^\s_])_(?!\w)")
-_STRIKE_RE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
-_HOLD = "\x00{}\x00"
-_HELD_RE = re.compile("\x00(\\d+)\x00")
+from .markdown_text import BOLD_RE, FENCE_RE, HEADING_RE, ITALIC_RE, LINK_RE, STRIKE_RE, convert_inline, first_group
 
 
 class PlainText:
@@ -37,7 +26,7 @@ class PlainText:
 
     def line(self, line: str) -> str | None:
         """The plain form of one line of markdown; ``None`` for a line that is only markup (a fence)."""
-        fence = _FENCE_RE.match(line)
+        fence = FENCE_RE.match(line)
         if self._fence is not None:
             if fence and fence[1].startswith(self._fence) and not line[fence.end() :].strip():  # its closing
                 self._fence = None
@@ -57,22 +46,17 @@ def plain_text(markdown: str) -> str:
 
 
 def _inline(line: str) -> str:
-    held: list[str] = []
+    """One line's prose without its markup; code spans are shown as they are, escapes as their character."""
+    return convert_inline(line, _unmarked)
 
-    def hold(text: str) -> str:
-        held.append(text)
-        return _HOLD.format(len(held) - 1)
 
-    line = _CODE_SPAN_RE.sub(lambda m: hold(m[0]), line)  # code spans are shown as they are
-    line = _ESCAPE_RE.sub(lambda m: hold(m[1]), line)  # an escaped * is a star, not emphasis
-    heading = _HEADING_RE.match(line)
+def _unmarked(line: str) -> str:
+    heading = HEADING_RE.match(line)
     if heading:
         line = heading[1]
-    line = _LINK_RE.sub(lambda m: f"{m[1]} ({m[2]})", line)
-    for pattern in (_BOLD_RE, _ITALIC_RE, _STRIKE_RE):
-        line = pattern.sub(lambda m: next(g for g in m.groups() if g is not None), line)
-    while _HELD_RE.search(line):  # a held escape may sit inside a held link label
-        line = _HELD_RE.sub(lambda m: held[int(m[1])], line)
+    line = LINK_RE.sub(lambda m: f"{m[1]} ({m[2]})", line)
+    for pattern in (BOLD_RE, ITALIC_RE, STRIKE_RE):
+        line = pattern.sub(first_group, line)
     return line
 
 

@@ -102,7 +102,14 @@ class FeedbackStore:
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        """A connection to a usable store, or :class:`FeedbackError` saying what is wrong with it."""
+        """A connection to a usable store, or :class:`FeedbackError` saying what is wrong with it.
+
+        A file deleted (or emptied) while the server runs is made again: SQLite would otherwise create an
+        empty one on connecting, and every vote until a restart failed with "no such table".
+        """
+        if self._ready and not _has_data(self.path):
+            logger.warning("the feedback store %s was removed while errata ran; it is made again", self.path)
+            self._ready = False
         self._prepare()
         try:
             with self._connection() as conn:
@@ -121,7 +128,12 @@ class FeedbackStore:
         source: str = "web",
         context: str = "",
     ) -> int:
-        """Store one piece of feedback; returns its row id. ``context`` is free text (a Slack thread, say)."""
+        """Store one piece of feedback; returns its row id. ``context`` is free text (a Slack thread, say).
+
+        A vote on no question (a Slack button whose value is not one errata wrote) is refused with
+        :class:`FeedbackError`: a row with an empty query is useless and pollutes ``feedback export``.
+        """
+        _check_vote(query, answer, record_ids, helpful)
         created = datetime.now(timezone.utc).isoformat(timespec="seconds")
         with self._lock, self._connect() as conn:
             cursor = conn.execute(
@@ -183,3 +195,21 @@ class FeedbackStore:
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
                 count += 1
         return count
+
+
+def _has_data(path: Path) -> bool:
+    """Whether ``path`` still holds a database (not deleted, not emptied)."""
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _check_vote(query: object, answer: object, record_ids: object, helpful: object) -> None:
+    """:class:`FeedbackError` unless these make a vote worth keeping: a question, an answer, ids, a verdict."""
+    if not isinstance(query, str) or not query.strip():
+        raise FeedbackError("a vote must name the question it is about; this one names none, so it was not stored")
+    if not isinstance(answer, str) or not isinstance(helpful, bool):
+        raise FeedbackError("a vote needs the answer's text and whether it helped (True or False); not stored")
+    if not isinstance(record_ids, (list, tuple)) or not all(isinstance(r, str) and r for r in record_ids):
+        raise FeedbackError("a vote's record ids must be a list of non-empty strings; not stored")

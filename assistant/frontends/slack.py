@@ -216,8 +216,9 @@ class SlackBot:
             return
         if context.bot_user_id and event.get("user") == context.bot_user_id:
             return
-        channel, ts = event.get("channel"), event.get("ts")
-        if not channel or not ts:
+        channel, ts, text = event.get("channel"), event.get("ts"), event.get("text") or ""
+        if not channel or not ts or not isinstance(text, str):  # Slack's text is a string: others are skipped
+            logger.warning("skipping event %s: no channel, ts or text to answer", body.get("event_id"))
             return
         keys = [f"event:{body.get('event_id') or ''}", f"message:{channel}:{ts}"]
         if event.get("client_msg_id"):
@@ -226,7 +227,7 @@ class SlackBot:
             logger.info("skipping event %s: already answered (a retry or second delivery)", body.get("event_id"))
             return
         thread_ts = event.get("thread_ts") or (ts if in_thread else None)
-        text = question_text(event.get("text") or "", context.bot_user_id)
+        text = question_text(text, context.bot_user_id)
         if not text and event.get("thread_ts") and event["thread_ts"] != ts:
             # "@errata ?" under a pasted traceback: answer the thread's first message.
             text = self._thread_start(client, channel, event["thread_ts"], context.bot_user_id)
@@ -317,7 +318,8 @@ class SlackBot:
         user = (body.get("user") or {}).get("id")
         exchange = self._exchanges.get((channel, ts))
         if exchange is None:  # answered before a restart: take what the button and the message hold
-            record_ids, query = parse_feedback_value(action.get("value") or "")
+            value = action.get("value")
+            record_ids, query = parse_feedback_value(value if isinstance(value, str) else "")  # "": refused below
             exchange = Exchange(
                 query, message.get("text") or "", tuple(record_ids), f"{channel}/{message.get('thread_ts') or ts}"
             )

@@ -1,8 +1,10 @@
 """Answers as Slack messages: markdown to Slack mrkdwn, and Block Kit blocks that respect Slack's limits.
 
 Slack does not render markdown: bold is ``*x*``, links are ``<url|label>``, and ``&``, ``<``, ``>`` must be
-escaped. A section's text holds at most 3,000 characters and a message at most 50 blocks, so long answers
-are split into several sections and, past 50 blocks, several messages; nothing is cut.
+escaped. The answer is sanitized first (only the records' own GitHub links stay links) and every text is
+``verbatim``, so Slack links no bare URL and parses no mention of its own. A section's text holds at most
+3,000 characters and a message at most 50 blocks, so long answers are split into several sections and,
+past 50 blocks, several messages; nothing is cut.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..answering.answer import Answer
+from ..answering.inert import github_link
+from ..answering.sanitize import sanitize_reply
 from .confidence import confidence_words
+from .markdown_text import BOLD_RE, FENCE_RE, HEADING_RE, ITALIC_RE, STRIKE_RE, convert_inline
 
 SECTION_LIMIT = 3000
 BLOCKS_PER_MESSAGE = 50
@@ -25,15 +30,9 @@ NOT_HELPFUL_ACTION = FEEDBACK_ACTION_PREFIX + "not_helpful"
 
 Block = dict[str, Any]
 
-_FENCE_LINE_RE = re.compile(r"^\s*```")
-_HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+(?P<title>.+?)\s*#*\s*$")
 _BULLET_RE = re.compile(r"^(?P<indent>\s*)[-*+]\s+")
 _QUOTE_RE = re.compile(r"^\s{0,3}>\s?")
-_CODE_SPAN_RE = re.compile(r"(`+)(.+?)\1")
-_LINK_RE = re.compile(r"\[(?P<label>[^\]\n]+)\]\((?P<url>(?:https?|mailto):[^)\s]+)\)")
-_BOLD_RE = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|__(?=\S)(.+?)(?<=\S)__")
-_ITALIC_RE = re.compile(r"(?<![*\w])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![*\w])")
-_STRIKE_RE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
+_SLACK_LINK_RE = re.compile(r"\[(?P<label>[^\]\n]+)\]\((?P<url>(?:https?|mailto):[^)\s]+)\)")
 _CITATION_RE = re.compile(r"(?<![|<\w])\[(\d{1,3})\](?!\()")
 _BOLD_MARK = "\x01"
 
@@ -52,7 +51,7 @@ def to_mrkdwn(markdown: str, citations: Mapping[int, str] | None = None) -> str:
     out: list[str] = []
     in_fence = False
     for line in markdown.splitlines():
-        if _FENCE_LINE_RE.match(line):
+        if FENCE_RE.match(line):
             # Slack shows no language tags, so ```python becomes ```.
             out.append("```")
             in_fence = not in_fence
@@ -60,9 +59,9 @@ def to_mrkdwn(markdown: str, citations: Mapping[int, str] | None = None) -> str:
         if in_fence:
             out.append(escape(line))
             continue
-        heading = _HEADING_RE.match(line)
+        heading = HEADING_RE.match(line)
         if heading:
-            title = heading.group("title").replace("**", "").replace("__", "")
+            title = heading[1].replace("**", "").replace("__", "")
             out.append(f"*{_inline(title, citations)}*")
             continue
         quote = _QUOTE_RE.match(line)
@@ -77,20 +76,18 @@ def to_mrkdwn(markdown: str, citations: Mapping[int, str] | None = None) -> str:
 
 
 def _inline(text: str, citations: Mapping[int, str]) -> str:
-    """Convert inline markdown outside code spans; code spans are only escaped."""
-    parts: list[str] = []
-    last = 0
-    for span in _CODE_SPAN_RE.finditer(text):
-        parts.append(_inline_plain(text[last : span.start()], citations))
-        parts.append(f"`{escape(span.group(2))}`")
-        last = span.end()
-    parts.append(_inline_plain(text[last:], citations))
-    return "".join(parts)
+    """Convert inline markdown outside code spans; code spans are only escaped, escapes are their character."""
+    return convert_inline(
+        text,
+        lambda prose: _inline_plain(prose, citations),
+        code=lambda _ticks, content: f"`{escape(content)}`",
+        escaped=escape,
+    )
 
 
 def _inline_plain(text: str, citations: Mapping[int, str]) -> str:
     text = escape(text)
-    text = _LINK_RE.sub(lambda m: f"<{m.group('url')}|{m.group('label').replace('|', '/')}>", text)
+    text = _SLACK_LINK_RE.sub(lambda m: f"<{m.group('url')}|{m.group('label').replace('|', '/')}>", text)
     if citations:
         text = _CITATION_RE.sub(
             lambda m: (
@@ -98,9 +95,9 @@ def _inline_plain(text: str, citations: Mapping[int, str]) -> str:
             ),
             text,
         )
-    text = _BOLD_RE.sub(lambda m: f"{_BOLD_MARK}{m.group(1) or m.group(2)}{_BOLD_MARK}", text)
-    text = _ITALIC_RE.sub(r"_\1_", text)
-    text = _STRIKE_RE.sub(r"~\1~", text)
+    text = BOLD_RE.sub(lambda m: f"{_BOLD_MARK}{m.group(1) or m.group(2)}{_BOLD_MARK}", text)
+    text = ITALIC_RE.sub(lambda m: f"_{m.group(1) or m.group(2)}_", text)
+    text = STRIKE_RE.sub(r"~\1~", text)
     return text.replace(_BOLD_MARK, "*")
 
 
@@ -130,7 +127,7 @@ def split_text(text: str, limit: int = SECTION_LIMIT) -> list[str]:
             flush()
         size += (1 if lines else 0) + len(segment)
         lines.append(segment)
-        if _FENCE_LINE_RE.match(segment):
+        if FENCE_RE.match(segment):
             in_fence = not in_fence
     if lines:
         flush()
@@ -166,7 +163,7 @@ def parse_feedback_value(value: str) -> tuple[list[str], str]:
     try:
         data = json.loads(value)
         return [str(r) for r in data.get("r", [])], str(data.get("q", ""))
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, TypeError):  # not JSON, not an object, "r" not a list
         return [], ""
 
 
@@ -174,9 +171,11 @@ def source_blocks(answer: Answer) -> list[Block]:
     """Context blocks linking each cited record (at most 10 elements per block)."""
     elements = []
     for c in answer.citations:
-        label = escape(f"{c.repo} · {c.error_class}")
-        link = f"<{escape(c.github_url)}|{label}>" if c.github_url else label
-        elements.append({"type": "mrkdwn", "text": f"[{c.number}] {link} · `{escape(c.record_id)}`"})
+        label = escape(f"{c.repo} · {c.error_class}".replace("`", "'"))
+        url = github_link(c.github_url)  # the record's own GitHub page, or no link
+        link = f"<{escape(url)}|{label}>" if url else label
+        record_id = escape(c.record_id.replace("`", "'"))
+        elements.append({"type": "mrkdwn", "text": f"[{c.number}] {link} · `{record_id}`", "verbatim": True})
     return [
         {"type": "context", "elements": elements[i : i + CONTEXT_ELEMENTS]}
         for i in range(0, len(elements), CONTEXT_ELEMENTS)
@@ -195,14 +194,16 @@ def answer_blocks(answer: Answer, query: str, threshold: float | None = None) ->
     """Every block of an answer: its text sections, the sources, the confidence and feedback buttons.
 
     ``threshold``: the confidence the answering Assistant needs, said beside a confidence below it."""
+    records = [h.record.github_url for h in answer.hits] + [c.github_url for c in answer.citations]
+    text = sanitize_reply(answer.text, records)  # whatever wrote it: only the records' own links stay live
+    links = {c.number: url for c in answer.citations if (url := github_link(c.github_url))}
     blocks: list[Block] = [
-        {"type": "section", "text": {"type": "mrkdwn", "text": piece}}
-        for piece in split_text(
-            to_mrkdwn(answer.text, {c.number: c.github_url for c in answer.citations if c.github_url})
-        )
+        {"type": "section", "text": {"type": "mrkdwn", "text": piece, "verbatim": True}}
+        for piece in split_text(to_mrkdwn(text, links))
     ]
     blocks += source_blocks(answer)
-    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": confidence_text(answer, threshold)}]})
+    confidence = {"type": "mrkdwn", "text": confidence_text(answer, threshold), "verbatim": True}
+    blocks.append({"type": "context", "elements": [confidence]})
     if answer.hits:
         value = feedback_value(query, [c.record_id for c in answer.citations])
         blocks.append(

@@ -16,6 +16,7 @@ from urllib.parse import parse_qs
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 MAX_BODY_BYTES = 3 * 1024 * 1024  # Slack's largest payloads (views with many blocks) are far smaller
+MAX_TIMESTAMP_DIGITS = 12  # Slack's are ten digits until the year 2286
 
 
 def guarded(app: WSGIApp) -> WSGIApp:
@@ -25,7 +26,7 @@ def guarded(app: WSGIApp) -> WSGIApp:
         if environ.get("REQUEST_METHOD") != "POST":
             return app(environ, start_response)
         timestamp = environ.get("HTTP_X_SLACK_REQUEST_TIMESTAMP")
-        if timestamp is not None and not (timestamp.strip().isascii() and timestamp.strip().isdigit()):
+        if timestamp is not None and not _plausible_timestamp(timestamp.strip()):
             return _refuse(start_response, 401, "invalid X-Slack-Request-Timestamp")
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
@@ -42,6 +43,12 @@ def guarded(app: WSGIApp) -> WSGIApp:
         return app(environ, start_response)
 
     return checked
+
+
+def _plausible_timestamp(timestamp: str) -> bool:
+    """Seconds since 1970 in ASCII digits, short enough to be a float (Bolt subtracts it from ``time()``: 400
+    digits raised OverflowError, an HTTP 500)."""
+    return timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= MAX_TIMESTAMP_DIGITS
 
 
 def body_problem(body: bytes, content_type: str) -> str | None:

@@ -19,6 +19,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr  # noqa: E402
 
 from ..answering.answer import Answer  # noqa: E402
+from ..answering.sanitize import ShownMarkdown  # noqa: E402
 from ..api import OFFLINE as API_OFFLINE  # noqa: E402
 from ..api import Assistant  # noqa: E402
 from ..errors import ErrataError  # noqa: E402
@@ -165,6 +166,7 @@ class WebChat:
         yield "", history, sources_html(None, pending=True), state, gr.update(visible=False)
         history.append({"role": "assistant", "content": ""})
         drafted = ""
+        shown = ShownMarkdown()  # the whole draft so far is sanitized at each piece, never a piece alone
         answer: Answer | None = None
         try:
             for item in self.stream(text, int(k) if k else None, model):
@@ -172,7 +174,7 @@ class WebChat:
                     answer = item
                 elif item:
                     drafted += item
-                    history[-1] = {"role": "assistant", "content": drafted}
+                    history[-1] = {"role": "assistant", "content": shown.show(drafted)}
                     yield gr.update(), history, gr.update(), state, gr.update()
         except ErrataError as exc:  # shown as a notice in the page; the message says what to do
             raise gr.Error(str(exc)) from exc
@@ -230,8 +232,16 @@ class WebChat:
     def ask(self, text: str) -> tuple[str, list[dict[str, Any]]]:
         """Answer pasted text: returns the answer markdown and its citations (recordId, repo, errorClass,
         githubUrl)."""
+        if not isinstance(text, str):  # JSON of another type: said in the reply, not ``{"error": null}``
+            raise gr.Error(f"/ask takes the paste as a JSON string, not {_json_kind(text)}")
         answer = self.assistant.ask(text)
         return answer.text, citations_json(answer)
+
+
+def _json_kind(value: object) -> str:
+    """What a JSON value is, as an API user would name it."""
+    kinds = {bool: "a boolean", int: "a number", float: "a number", list: "an array", dict: "an object"}
+    return "null" if value is None else kinds.get(type(value), type(value).__name__)
 
 
 # --- the page ---

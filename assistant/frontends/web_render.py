@@ -1,6 +1,9 @@
 """What the web chat shows of an Answer: markdown for the chat, HTML for the source cards, JSON for the API.
 
-Pure functions of an ``Answer`` (no Gradio), so the page and its API render the same thing.
+Pure functions of an ``Answer`` (no Gradio), so the page and its API render the same thing. Nothing here
+shows text as it came: the chat's markdown (the answer and the user's own paste) goes through the
+sanitizer, so only a record's own GitHub link is live, and the cards escape every record field, link only
+to a record's checked GitHub URL and show at most ``MAX_CODE_CHARS`` of its code.
 """
 
 from __future__ import annotations
@@ -10,16 +13,27 @@ import re
 from typing import Any
 
 from ..answering.answer import Answer
+from ..answering.inert import github_link, inert_markdown
+from ..answering.sanitize import sanitize_reply
 from .confidence import capitalized, confidence_words
 
 MAX_SOURCES = 10
+# A card shows at most this much of a record's code (a few hundred lines); the rest is on GitHub.
+MAX_CODE_CHARS = 12_000
+# The chat shows at most this much of a paste (its start and its end; errata reads its end).
+MAX_PASTE_SHOWN = 20_000
 
 
 def user_markdown(text: str) -> str:
-    """The pasted text as the user sees it in the chat: multi-line pastes keep their layout in a code block."""
-    text = text.strip("\n")
+    """The pasted text as the user sees it in the chat: multi-line pastes keep their layout in a code block,
+    a line is shown inert (a pasted ``<img>`` or link is text, not an image to fetch); a huge paste is
+    shown by its start and its end."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
+    if len(text) > MAX_PASTE_SHOWN:
+        half = MAX_PASTE_SHOWN // 2
+        text = f"{text[:half]}\n… ({len(text) - 2 * half:,} characters not shown) …\n{text[-half:]}"
     if "\n" not in text:
-        return text
+        return inert_markdown(text)
     longest_run = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest_run + 1)
     return f"{fence}text\n{text}\n{fence}"
@@ -31,8 +45,9 @@ def answer_markdown(answer: Answer, threshold: float | None = None) -> str:
     ``threshold``: the confidence the answering Assistant needs (its ``settings.confidence_threshold``),
     said beside a confidence that falls short of it.
     """
+    text = sanitize_reply(answer.text, [h.record.github_url for h in answer.hits])
     if not answer.hits:
-        return answer.text
+        return text
     if answer.grounded:
         footer = f"*Confidence {answer.confidence:.2f} · the sources are in the Sources panel.*"
     else:
@@ -40,7 +55,7 @@ def answer_markdown(answer: Answer, threshold: float | None = None) -> str:
             f"⚠️ *No confident match ({confidence_words(answer.confidence, threshold)}): "
             "the records in the Sources panel are only possibly related.*"
         )
-    return f"{answer.text}\n\n{footer}"
+    return f"{text}\n\n{footer}"
 
 
 def citations_json(answer: Answer) -> list[dict[str, Any]]:
@@ -52,8 +67,12 @@ def _esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _safe_url(url: str | None) -> str | None:
-    return url if url and url.startswith(("https://", "http://")) else None
+def _code_excerpt(code: str) -> str:
+    """A record's code, cut to ``MAX_CODE_CHARS`` (a knowledge base may hold megabytes in one field)."""
+    if len(code) <= MAX_CODE_CHARS:
+        return _esc(code)
+    cut = code.rfind("\n", 0, MAX_CODE_CHARS) + 1 or MAX_CODE_CHARS
+    return f"{_esc(code[:cut])}\n… ({len(code) - cut:,} more characters: see the code on GitHub)"
 
 
 _INLINE_CODE_RE = re.compile(r"`([^`\n]+)`")
@@ -68,7 +87,7 @@ def _related_line(hit: Any, number: int | None) -> str:
     """A possibly related record, folded to one title line and its link (no fix steps to follow)."""
     r = hit.record
     label = f"[{number}] " if number is not None else ""
-    url = _safe_url(r.github_url)
+    url = github_link(r.github_url)
     link = f' · <a href="{_esc(url)}" target="_blank" rel="noopener noreferrer">code ↗</a>' if url else ""
     return (
         f'<details class="errata-related"><summary>{label}<b>{_esc(r.error_class)}</b>: '
@@ -94,7 +113,7 @@ def _card(hit: Any, number: int | None, confidence: float | None) -> str:
     ]
     if r.solutions:
         parts.append("<ol>" + "".join(f"<li>{_prose(s)}</li>" for s in r.solutions) + "</ol>")
-    url = _safe_url(r.github_url)
+    url = github_link(r.github_url)
     if url:
         parts.append(
             f'<a class="code-link" href="{_esc(url)}" target="_blank" rel="noopener noreferrer">'
@@ -103,7 +122,7 @@ def _card(hit: Any, number: int | None, confidence: float | None) -> str:
     if r.source_code:
         parts.append(
             f"<details><summary>Code excerpt ({_esc(r.file_path)})</summary>"
-            f"<pre><code>{_esc(r.source_code)}</code></pre></details>"
+            f"<pre><code>{_code_excerpt(r.source_code)}</code></pre></details>"
         )
     parts.append("</div>")
     return "".join(parts)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from .error_line import EXC_LINE_RE, is_exception_class, looks_like_message
 from .frames import FRAME_RE, SITE_PACKAGES_RE, Frame, is_pytest_report, read_frames, unframed
 from .prose import described_message, inline_error, message_paragraph, raised_message
-from .text_input import json_log_text, well_formed
+from .text_input import json_log_text, paste_text, well_formed
 
 # The header IPython / Jupyter print above a traceback: ``ValueError      Traceback (most recent call last)``.
 # It names the class even when the pasted traceback is cut before its last line.
@@ -95,6 +95,7 @@ class _ErrorLine:
 def clean_text(raw: str | bytes, max_chars: int) -> tuple[str, list[str]]:
     """Printable text, at most ``max_chars`` of it (keeping the end, where the error line is)."""
     notes: list[str] = []
+    raw = paste_text(raw)  # a clear TypeError for what is not text (text_input.py)
     if isinstance(raw, bytes):
         raw = raw.decode("utf-8", errors="replace")
     raw = json_log_text(well_formed(raw))  # lone surrogates, zero-width characters, JSON logs (text_input.py)

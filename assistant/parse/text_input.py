@@ -25,13 +25,24 @@ _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b
 _BARE_COLOUR_RE = re.compile(r"\[\d{1,3}(?:;\d{1,3})*m")
 
 
+def paste_text(value: object) -> str | bytes:
+    """What was pasted, as ``str`` or ``bytes``; a ``bytearray`` or ``memoryview`` is taken as its bytes.
+
+    Every front end's text reaches the parser through here, so a wrong type (a number or a list from a JSON
+    API, ``None``) is a ``TypeError`` naming what is accepted, not a regex's complaint about bytes.
+    """
+    if isinstance(value, (str, bytes)):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    got = "None" if value is None else type(value).__name__
+    raise TypeError(f"errata reads a paste as str, or as UTF-8 bytes or bytearray, not {got}")
+
+
 def well_formed(text: str) -> str:
     """``text`` with surrogate pairs joined, lone surrogates as U+FFFD, and invisible characters and a
     terminal's colour codes removed."""
-    if _SURROGATE_RE.search(text):
-        # A pair written as two escapes becomes its character; a lone surrogate (including the
-        # surrogateescape of an invalid UTF-8 byte in argv) becomes U+FFFD.
-        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    text = without_lone_surrogates(text)
     if "\x1b" in text:
         text = _ANSI_RE.sub("", text)
     if "[0" in text:
@@ -39,6 +50,14 @@ def well_formed(text: str) -> str:
         if len(codes) >= 2 and any(c.startswith("[0") for c in codes):  # colours come with their reset, [0m
             text = _BARE_COLOUR_RE.sub("", text)
     return _INVISIBLE_RE.sub("", text)
+
+
+def without_lone_surrogates(text: str) -> str:
+    """``text`` with each surrogate pair joined into its character and each lone surrogate (including the
+    surrogateescape of an invalid UTF-8 byte in argv) as U+FFFD: text every encoder accepts."""
+    if not _SURROGATE_RE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def json_log_text(text: str) -> str:

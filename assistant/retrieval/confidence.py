@@ -19,6 +19,7 @@ from .features import FEATURES, Scored
 SHORT_QUERY_WORDS = 2
 SHORT_QUERY_CONFIDENCE = 0.05
 _WORD_RE = re.compile(r"[A-Za-z0-9_]{2,}")
+_ASCII_NOCASE = re.ASCII | re.IGNORECASE  # ``str.lower`` of these words; no Kelvin sign matching a "k"
 
 
 # A quoted message sharing at least this share of its literal words with the top record's message is the
@@ -31,8 +32,25 @@ def _reworded(overlap: float) -> float:
 
 
 def too_short_to_tell(query: Query) -> bool:
-    """Whether the paste holds too few words to tell one error from another."""
-    return len({w.lower() for w in _WORD_RE.findall(query.text[:2_000])}) < SHORT_QUERY_WORDS
+    """Whether the paste holds too few words to tell one error from another.
+
+    The whole text is read, not its start: a rule of dashes, a long line or a run of combining marks may
+    fill the first thousands of characters above a real traceback. Two regex searches in C (a first word,
+    then any other) keep a paste of megabytes of one repeated word fast.
+    """
+    return _second_word(query.text) is None
+
+
+def _second_word(text: str) -> str | None:
+    """A word of ``text`` other than its first (case aside), or None when it has fewer than two."""
+    first = _WORD_RE.search(text)
+    if first is None:
+        return None
+    other = re.compile(
+        rf"(?<![A-Za-z0-9_])(?!{re.escape(first.group())}(?![A-Za-z0-9_])){_WORD_RE.pattern}", _ASCII_NOCASE
+    )
+    found = other.search(text, first.end())
+    return found.group() if found else None
 
 
 CONFIDENCE_FEATURES = (

@@ -58,9 +58,9 @@ from .features import Found, Heads, Scored, bm25_sum, piece_cosines, why
 from .matching import COMPILED_PATTERNS, PATTERN_TEXT_CHARS, PatternMatcher
 from .mentions import LibraryMentions, library_aliases
 from .ownership import PythonOwnership, unrecorded_owner
-from .partial_messages import PartialMessages, matching_alone, own_length, pattern_messages
+from .partial_messages import PartialMessages, matching_alone
+from .pattern_hits import pattern_hits
 from .pattern_owners import pattern_owners
-from .patterns import required_words, text_words
 from .signals import SignalIndex, message_words, path_tail, tokenize
 from .weights import FittedWeights, load_weights
 
@@ -147,45 +147,9 @@ class Retriever:
     # --- what each signal finds ----------------------------------------------------------------
 
     def _patterns(self, query: Query) -> tuple[np.ndarray, np.ndarray, np.ndarray, Heads | None]:
-        """Records whose pattern matches a message (with its specificity), those matching the text, and,
-        when no pattern matches a message, what to try as the messages' heads (see PartialMessages.mark_heads)."""
-        messages = pattern_messages(query)
-        text = query.text[-PATTERN_TEXT_CHARS:]
-        length = max((own_length(m) for m in messages[:1]), default=0)
-        on_message: list[int] = []  # distinct patterns
-        on_text: list[int] = []
-        index = self.signals.pattern_index
-        message_words = text_words(messages)
-        # A pattern filed under a word no message holds cannot match a message: only the text is searched.
-        in_messages = set(index.filed_under(message_words).tolist()) if messages else set()
-        missed: list[int] = []  # tried on the messages, not matched
-        words_of_text = text_words([text])
-        for p in index.filed_under(words_of_text | message_words).tolist():
-            source = self._pattern_source(p)
-            # A pattern lacking a word it requires cannot match: not compiled (a query of common words may
-            # reach a thousand patterns in a large knowledge base).
-            required = required_words(source)
-            tried = messages if p in in_messages and required <= message_words else []
-            if tried or required <= words_of_text:
-                matched_message, matched_text = self.matcher.match(source, tried, text)
-            else:
-                matched_message = matched_text = False
-            if p in in_messages and not matched_message:
-                missed.append(p)
-            if matched_message:
-                on_message.append(p)
-            elif matched_text:
-                on_text.append(p)
-        records = self.signals.pattern_records
-        message_groups = [records.numbered(p) for p in on_message]
-        literals = np.asarray(self.signals.literals[on_message], dtype=np.float64)
-        specificity = np.repeat(np.minimum(1.0, literals / max(length, 1)), [len(g) for g in message_groups])
-        message_positions = np.concatenate(message_groups) if message_groups else NONE
-        ascending = np.argsort(message_positions, kind="stable")
-        text_groups = [records.numbered(p) for p in on_text]
-        text_positions = np.sort(np.concatenate(text_groups)) if text_groups else NONE
-        heads = Heads(tuple(messages), tuple(missed), length) if messages and not on_message else None
-        return message_positions[ascending], specificity[ascending], text_positions, heads
+        """Records whose pattern matches a message, with their specificity, those matching the text, and the
+        heads to try when no pattern matches a message (``pattern_hits.py``)."""
+        return pattern_hits(query, self.signals, self.matcher, self._pattern_source)
 
     def _libraries(self, query: Query) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Records of the libraries in the frames or module path, of those named, and of either."""
