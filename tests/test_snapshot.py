@@ -10,6 +10,7 @@ import pytest
 from assistant import Assistant, Settings
 from assistant.errors import KnowledgeBaseError
 from assistant.knowledge.knowledge_base import SNAPSHOT_DIR
+from assistant.storage.checksums import read_sealed_json, sealed_json
 from tests.conftest import read_lines, write_lines
 
 QUERIES = [
@@ -71,7 +72,8 @@ def test_a_damaged_snapshot_is_rebuilt_with_a_warning(small_kb, tmp_path, embedd
 def test_a_vector_index_rebuilt_since_the_snapshot_is_checked_again(small_kb, tmp_path, embedder):
     _start(small_kb, tmp_path / "index", embedder)
     manifest = tmp_path / "index" / "manifest.json"
-    manifest.write_text(manifest.read_text().replace('"count"', ' "count"', 1))  # another manifest
+    value, _sealed = read_sealed_json(manifest)
+    manifest.write_text(sealed_json({**value, "rebuilt": "by another start"}))  # another manifest, sealed
     again = _start(small_kb, tmp_path / "index", embedder)
     assert again.build_report.reason != "up to date (snapshot)" and again.build_report.embedded == 0
     assert again.build_report.reason == "up to date"
