@@ -14,6 +14,7 @@ RULE = "-" * 20 + " errata " + "-" * 20
 def errata_env(index_dir: Path | None = None) -> dict[str, str]:
     """This checkout's code (also in subprocesses), the test index, no other ERRATA_* settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ERRATA_")}
+    env["ERRATA_RELEASE_RECORDS"] = "false"  # the test index is the curated records' (see conftest.py)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     if index_dir is not None:
         env["ERRATA_INDEX_DIR"] = str(index_dir)

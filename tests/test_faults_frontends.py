@@ -274,7 +274,9 @@ def test_a_garbage_vote_is_refused_not_stored(tmp_path, vote):
 def sound_bot(assistant, slack, tmp_path, bundled_index_dir):
     """The Slack bot with a working feedback file."""
     env = {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET}
-    settings = Settings.load(env=env, index_dir=bundled_index_dir, slack_api_url=slack.url, feedback_db=tmp_path / "f")
+    settings = Settings.load(
+        env=env, index_dir=bundled_index_dir, release_records=False, slack_api_url=slack.url, feedback_db=tmp_path / "f"
+    )
     server = BotServer(SlackBot(assistant, settings, stream_interval=3600.0))
     yield server
     server.close()

@@ -185,7 +185,10 @@ def test_python_app_py_serves_on_the_configured_port(assistant, bundled_index_di
     port = free_port()
     env = {key: value for key, value in os.environ.items() if not key.startswith("ERRATA_")}
     env.update(
-        ERRATA_PORT=str(port), ERRATA_INDEX_DIR=str(bundled_index_dir), ERRATA_FEEDBACK_DB=str(tmp_path / "f.db")
+        ERRATA_PORT=str(port),
+        ERRATA_INDEX_DIR=str(bundled_index_dir),
+        ERRATA_FEEDBACK_DB=str(tmp_path / "f.db"),
+        ERRATA_RELEASE_RECORDS="false",  # the test index is the curated records' (see conftest.py)
     )
     server = subprocess.Popen(
         [sys.executable, "app.py", "--host", "127.0.0.1"],
