@@ -68,6 +68,7 @@ def test_a_feedback_file_damaged_after_start_raises_errata_errors_only(tmp_path)
         list(store.all())
 
 
+@pytest.mark.slow
 def test_a_locked_feedback_file_refuses_a_vote_within_seconds(tmp_path):
     path = tmp_path / "fb.sqlite3"
     store = FeedbackStore(path)

@@ -65,6 +65,7 @@ def test_a_hostile_reply_is_shown_without_html_images_foreign_links_or_mentions(
     assert answer.grounded and [c.number for c in answer.citations] == [1]
 
 
+@pytest.mark.slow
 def test_links_to_the_retrieved_records_are_kept(assistant):
     hit = assistant.search(PASTE)[0]
     url = hit.record.github_url

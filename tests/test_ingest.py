@@ -493,6 +493,7 @@ def test_a_curated_record_in_a_monorepo_path_wins_over_the_wheels_twin(tmp_path)
     assert report.superseded == 1
 
 
+@pytest.mark.slow
 def test_curated_records_win_over_ingested_ones_for_the_same_raise(tmp_path):
     kb = tmp_path / "kb"
     kb.mkdir()

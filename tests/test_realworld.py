@@ -334,6 +334,7 @@ def test_words_only_ingested_records_hold_stay_unknown_to_the_confidence(small_k
     assert unknown_share() < before - 0.3
 
 
+@pytest.mark.slow
 def test_ingested_records_leave_curated_records_ranks_as_they_were(small_kb, tmp_path, float_embedder):
     """The rank and gap features the weights were fitted on are read among curated records: an ingested
     record nearer the query does not push the curated ones down. (The float embedder: int8 vectors depend

@@ -252,6 +252,7 @@ def test_build_ecosystem_on_a_process_pool_resumes_from_the_cache(toy_index, tmp
     assert [found.record.error_message for found in both] == ["No endpoint named {name}"]
 
 
+@pytest.mark.slow
 def test_older_releases_add_only_their_retired_specific_raises(toy_index, tmp_path, capsys):
     """``--retired``: of toylib 1.0 and 1.1, only the raise 2.0 no longer has (``old_helper``'s RuntimeError);
     not the deprecation warning 2.0 dropped, nor the raise that moved to ``send_request``; the records of
