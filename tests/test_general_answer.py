@@ -5,6 +5,7 @@ from __future__ import annotations
 from assistant.answering.draft import build_messages
 from assistant.parse.query import parse_query
 from assistant.retrieval.ownership import PYTHON_REPO, unrecorded_owner
+from assistant.retrieval.weights import load_weights
 
 INSIDE_A_LIBRARY = """Traceback (most recent call last):
   File "/home/me/agent/run.py", line 12, in <module>
@@ -23,6 +24,11 @@ def test_pythons_record_of_an_error_raised_in_a_library_is_a_general_answer(assi
     answer = assistant.ask(INSIDE_A_LIBRARY)
     assert answer.hits[0].record.repo == PYTHON_REPO and answer.confidence >= assistant.settings.confidence_threshold
     assert answer.general_for == "tinydb" and answer.to_dict()["generalFor"] == "tinydb"
+    # Its confidence is that of a general answer (the fitted share of such answers found right), never the
+    # near-certainty of the cause's own record: the same record answering the user's own code is surer.
+    general = load_weights().general_confidence
+    assert answer.confidence <= general < 0.95
+    assert assistant.ask(IN_MY_CODE).confidence > general
     first_line = answer.text.split("\n\n")[0]
     assert first_line.startswith("_Python's general explanation of this KeyError")
     assert "no record of tinydb's own cause" in first_line

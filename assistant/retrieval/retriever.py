@@ -125,6 +125,7 @@ class Retriever:
         self.weights = fitted.fusion
         self.confidence_weights = fitted.confidence
         self.ingested_offset = fitted.ingested_offset
+        self.general_confidence = fitted.general_confidence
         self.signals = signals if signals is not None else SignalIndex.build(self.records)
         if len(self.signals) != len(self.records):
             raise ValueError(f"a signal index of {len(self.signals)} records for {len(self.records)} records")
@@ -381,6 +382,8 @@ class Retriever:
             Hit(self.records[scored.position(j)], float(scored.scores[j]), why(scored.features[j])) for j in order[:k]
         ]
         general_for = unrecorded_owner(query, hits[0].record) if hits else None
+        if general_for:  # a general explanation is as sure as such answers are right, never as the cause's own
+            confidence = min(confidence, self.general_confidence)
         return Retrieval(hits, confidence, confidence >= self.confidence_threshold, general_for)
 
     def _bare_unknown_class(self, query: Query) -> bool:

@@ -31,6 +31,10 @@ class FittedWeights:
     # How far an ingested record's fused score must exceed a curated record's to rank above it (ranking
     # only; confidence reads the scores without it). Written by benchmarks/fit_ingested_offset.py.
     ingested_offset: float = 0.0
+    # The confidence of a general answer (Python's record of an error raised inside or through a library): the
+    # share of such answers found right, so it is never shown as sure as the cause's own record. Written by
+    # benchmarks/fit_confidence.py; 1.0 leaves it uncapped.
+    general_confidence: float = 1.0
 
     @classmethod
     def from_dict(cls, data: dict, where: str = "weights") -> FittedWeights:
@@ -42,9 +46,12 @@ class FittedWeights:
             }
             threshold = float(data["confidence_threshold"])
             offset = float(data.get("ingested_offset", 0.0))
+            general = float(data.get("general_confidence", 1.0))
+            if not 0.0 < general <= 1.0:
+                raise ValueError(f"general_confidence {general} is not in (0, 1]")
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigurationError(f"{where} is not a retrieval weights file ({exc!r}); refit it") from exc
-        return cls(fusion, confidence, threshold, offset)
+        return cls(fusion, confidence, threshold, offset, general)
 
     def to_dict(self) -> dict:
         def named(vectors: dict[str, np.ndarray], names: tuple[str, ...]) -> dict:
@@ -53,11 +60,12 @@ class FittedWeights:
         return {
             "about": "Written by benchmarks/fit_retrieval.py (do not edit by hand): the fusion weights of each "
             "model ('error' for pasted errors, 'prose' for questions), the confidence model and the threshold; "
-            "ingested_offset by benchmarks/fit_ingested_offset.py.",
+            "ingested_offset by benchmarks/fit_ingested_offset.py; general_confidence by benchmarks/fit_confidence.py.",
             "weights": named(self.fusion, FEATURES),
             "confidence_weights": named(self.confidence, CONFIDENCE_FEATURES),
             "confidence_threshold": round(self.confidence_threshold, 3),
             "ingested_offset": round(self.ingested_offset, 3),
+            "general_confidence": round(self.general_confidence, 3),
         }
 
 
