@@ -241,7 +241,7 @@ def main() -> None:
             dev_repeat=args.dev_repeat,
         )  # fmt: skip
         return
-    assistant = Assistant(Settings.load(env={}, index_dir=args.index))
+    assistant = Assistant(Settings.load(env={}, index_dir=args.index, release_records=False))
     if args.query_vectors:
         assistant.retriever.embedder = MemoEmbedder(assistant.embedder, args.query_vectors)
     position = {r.id: i for i, r in enumerate(assistant.records)}
