@@ -398,3 +398,244 @@ def test_a_release_build_reads_the_sdist_beside_a_binary_wheel_and_says_when_the
     scan = cached_scan(wheel, tmp_path / "cache")
     assert scan["report"]["compiledSkipped"].startswith("compiled sources not read: wheels only")
     assert scan["entries"] == []
+
+
+# ---------------------------------------------------------------------------------------------- downloads
+
+
+@pytest.fixture
+def stalling_index():
+    """The URL of a package index that accepts connections and never answers."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held: list[socket.socket] = []
+
+    def hold() -> None:
+        while True:
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=hold, daemon=True).start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/simple"
+    server.close()
+    for conn in held:
+        conn.close()
+
+
+@pytest.mark.slow
+def test_a_download_past_its_time_limit_is_killed_with_everything_it_started(tmp_path):
+    import os
+    import time
+
+    from assistant.releases.download import run_bounded
+
+    pid_file = tmp_path / "grandchild.pid"
+    child = (
+        "import subprocess, sys, time; "
+        f"p = subprocess.Popen(['sleep', '60']); open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(60)"
+    )
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_bounded([sys.executable, "-c", child], timeout=1.0)
+    assert time.monotonic() - started < 8
+    grandchild = int(pid_file.read_text())
+    for _ in range(50):  # reaped by init shortly after the kill
+        try:
+            os.kill(grandchild, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the process pip started outlived the time limit")
+    assert run_bounded([sys.executable, "-c", "print('ok')"], timeout=30).stdout == "ok\n"
+
+
+@pytest.mark.slow
+def test_an_index_that_never_answers_skips_the_release_with_the_reason_and_the_build_goes_on(
+    tmp_path, stalling_index, monkeypatch
+):
+    import time
+
+    from assistant.errors import ConfigurationError
+    from assistant.releases import download
+    from assistant.releases.build import ReleasesReport, scan_releases
+    from assistant.releases.compiled_sdist import compiled_entries
+
+    args = ["--isolated", "--index-url", stalling_index, "--timeout", "60", "--retries", "0"]
+    wheel = tmp_path / "cache" / "archives" / "toyext" / "toyext-1.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+    wheel.parent.mkdir(parents=True)
+    wheel.write_bytes(b"")
+    started = time.monotonic()
+    assert download.download_sdist(wheel, args, timeout=2) is None
+    assert time.monotonic() - started < 15
+    reason = download.no_sdist_reason(wheel)
+    assert reason.startswith("timed out: the sdist did not come in 2 s")
+    _entries, report = compiled_entries(wheel, "toyext", "1.0", Origin("acme/toyext"), "2026-12-07T00:00:00.000Z")
+    assert report == {"compiledSkipped": f"compiled sources not read: {reason}"}
+    # A time-out is no answer about the release: the next run asks again (and here times out again).
+    assert download.download_sdist(wheel, args, timeout=1) is None
+    assert download.no_sdist_reason(wheel).startswith("timed out: the sdist did not come in 1 s")
+
+    # A release with no archive in the cache: pip's wheel download and the sdist both time out; the release is
+    # skipped, said so in the report, and the next release is read.
+    monkeypatch.setattr(download, "DOWNLOAD_TIMEOUT_S", 1.5)
+    with pytest.raises(ConfigurationError, match=r"cannot download toyslow==2\.0: timed out: .*\(skipped\)"):
+        download.download_release("toyslow", "2.0", tmp_path / "cache", args)
+    report = ReleasesReport(package="toyslow")
+    scans = scan_releases("toyslow", ["2.0"], cache=tmp_path / "cache", pip_args=args, skipped=report.skipped)
+    assert scans == [] and report.skipped[0].startswith("2.0: cannot download toyslow==2.0: timed out")
+    assert "skipped 2.0: cannot download" in report.summary()
+
+
+@pytest.mark.slow
+def test_an_sdist_is_fetched_without_running_its_build_backend(tmp_path):
+    """pip download prepares an sdist (runs its backend; meson-python compiles the project): errata only fetches."""
+    import io
+    import tarfile
+
+    from assistant.releases.download import download_sdist
+
+    index = tmp_path / "index"
+    index.mkdir()
+    ran = tmp_path / "backend-ran"
+    files = {
+        "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "hang"\nbackend-path = ["."]\n'
+        '[project]\nname = "toyhang"\nversion = "1.0"\n',
+        "hang.py": f"import pathlib, time\npathlib.Path({str(ran)!r}).touch()\ntime.sleep(600)\n",
+        "PKG-INFO": "Metadata-Version: 2.1\nName: toyhang\nVersion: 1.0\n",
+        "src/_tok.c": C_MODULE,
+    }
+    with tarfile.open(index / "toyhang-1.0.tar.gz", "w:gz") as archive:
+        for rel, text in files.items():
+            member = tarfile.TarInfo(f"toyhang-1.0/{rel}")
+            member.size = len(text.encode())
+            archive.addfile(member, io.BytesIO(text.encode()))
+    wheel = tmp_path / "cache" / "toyhang-1.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+    wheel.parent.mkdir()
+    wheel.write_bytes(b"")
+    args = ["--isolated", "--no-index", "--find-links", str(index), "--no-build-isolation"]
+    sdist = download_sdist(wheel, args, timeout=60)
+    assert sdist == wheel.parent / "toyhang-1.0.tar.gz" and sdist.read_bytes() == (index / sdist.name).read_bytes()
+    assert not ran.exists()
+
+
+# ------------------------------------------------------------------------------------ messages held in variables
+
+LOCALS_CPP = textwrap.dedent(
+    r"""
+    #include <Python.h>
+    static void xerbla(const char *srname, int *info) {
+        static const char format[] = "On entry to %.*s"
+                " parameter number %d had an illegal value";
+        char buf[sizeof(format) + 10];
+        PyOS_snprintf(buf, sizeof(buf), format, len, srname, (int)*info);
+        PyErr_SetString(PyExc_ValueError, buf);
+    }
+    static PyObject *nonzero(int ndim) {
+        const char *msg;
+        if (ndim == 0) {
+            msg = "Calling nonzero on 0d arrays is not allowed.";
+        } else {
+            msg = "Calling nonzero on 1d arrays is deprecated.";
+        }
+        PyErr_SetString(PyExc_ValueError, msg);
+        return NULL;
+    }
+    void Reader::open(const std::string& path, int flags) {
+        std::string msg = "could not open " + path + " with flags " + std::to_string(flags);
+        if (!ok) throw std::invalid_argument(msg);
+        std::ostringstream ss;
+        ss << "Wrong dimension " << d << ", expected " << expected;
+        throw std::runtime_error(ss.str());
+    }
+    void unknown(const char *message) {
+        PyErr_SetString(PyExc_ValueError, message);
+        FAISS_THROW_IF_NOT_FMT(ok, fmt_from_elsewhere, x);
+    }
+    """
+)
+
+
+def test_messages_built_in_a_variable_before_the_raise_are_read_from_its_values():
+    rows = found("x.cpp", LOCALS_CPP)
+    assert [r[:2] for r in rows] == [
+        ("ValueError", "On entry to {srname} parameter number {(int)*info} had an illegal value"),  # snprintf'd
+        ("ValueError", "Calling nonzero on 1d arrays is deprecated."),  # both values the if/else gives
+        ("ValueError", "Calling nonzero on 0d arrays is not allowed."),
+        ("ValueError", "could not open {path} with flags {flags}"),  # std::string msg = ... + ...
+        ("RuntimeError", "Wrong dimension {d}, expected {expected}"),  # ss << ... ; ss.str()
+    ]
+    assert rows[3][4:] == ("Reader::open", ("!ok",))
+    assert re.search(rows[0][2], "ValueError: On entry to DGESDD parameter number 5 had an illegal value")
+    _findings, skipped = find_in_compiled("x.cpp", LOCALS_CPP)
+    assert skipped["not a literal message"] == 2  # a parameter, and a macro's format from elsewhere
+
+
+def test_rust_error_types_displayed_into_python_elsewhere_in_the_crate():
+    """tiktoken: a struct's Display raised as KeyError after the call that returns it; tokenizers: every
+    error type of the crate raised as Exception by one generic conversion."""
+    lib = textwrap.dedent(
+        """
+        pub struct DecodeKeyError { pub token: Rank }
+        impl std::fmt::Display for DecodeKeyError {
+            fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "Invalid token for decoding: {}", self.token)
+            }
+        }
+        impl std::error::Error for DecodeKeyError {}
+        pub struct Lattice;
+        impl std::fmt::Display for Lattice {
+            fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result { write!(f, "a lattice of {} nodes", 3) }
+        }
+        impl CoreBPE {
+            fn decode_bytes(&self, tokens: &[Rank]) -> Result<Vec<u8>, DecodeKeyError> { todo!() }
+        }
+        """
+    )
+    py = textwrap.dedent(
+        """
+        fn py_decode_bytes(&self, py: Python, tokens: Vec<Rank>) -> Result<Py<PyBytes>, PyErr> {
+            match py.detach(|| self.decode_bytes(&tokens)) {
+                Ok(bytes) => Ok(PyBytes::new(py, &bytes).into()),
+                Err(e) => Err(pyo3::exceptions::PyKeyError::new_err(format!("{}", e))),
+            }
+        }
+        """
+    )
+    bpe = textwrap.dedent(
+        """
+        #[derive(thiserror::Error, Debug)]
+        pub enum Error {
+            #[error("Unk token `{0}` not found in the vocabulary")]
+            UnkTokenOutOfVocabulary(String),
+        }
+        """
+    )
+    to_py = textwrap.dedent(
+        """
+        impl<T> From<ToPyResult<T>> for PyResult<T> {
+            fn from(v: ToPyResult<T>) -> Self {
+                v.0.map_err(|e| exceptions::PyException::new_err(format!("{e}")))
+            }
+        }
+        """
+    )
+    origin, when = Origin("acme/toktok"), "2026-12-07T00:00:00.000Z"
+    records = [r for r, _f in compiled_records({"src/lib.rs": lib, "src/py.rs": py}, origin, when)]
+    assert [(r["errorClass"], r["errorMessage"], r["filePath"]) for r in records] == [
+        ("KeyError", "Invalid token for decoding: {self.token}", "src/lib.rs")  # not Lattice: no error
+    ]
+    assert re.search(records[0]["messagePattern"], "KeyError: 'Invalid token for decoding: 100264'")
+    records = [r for r, _f in compiled_records({"core/src/bpe.rs": bpe, "bindings/src/error.rs": to_py}, origin, when)]
+    assert [(r["errorClass"], r["errorMessage"]) for r in records] == [
+        ("Exception", "Unk token `{0}` not found in the vocabulary")
+    ]
+    assert re.search(records[0]["messagePattern"], "Exception: Unk token `<unk>` not found in the vocabulary")
+    # Without the conversion, the enum is no Python error.
+    assert compiled_records({"core/src/bpe.rs": bpe}, origin, when) == []

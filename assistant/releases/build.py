@@ -36,6 +36,7 @@ class ReleasesReport:
     raise_records: int = 0
     api_change_records: int = 0
     kept_enriched: int = 0
+    skipped: list[str] = field(default_factory=list)  # releases not downloaded, and why (a time-out among them)
     seconds: float = 0.0
 
     def summary(self) -> str:
@@ -46,6 +47,13 @@ class ReleasesReport:
             f"{self.records} record(s) for {self.package} from {len(versions)} release(s) ({shown}; {cached} read "
             f"from the cache): {self.raise_records} raise(s), {self.api_change_records} API change(s), "
             f"in {self.seconds:.1f} s"
+        ) + "".join(
+            [f"\n  skipped {line}" for line in self.skipped]
+            + [
+                f"\n  {r['version']}: {r['compiledSkipped']}"
+                for r in self.releases
+                if isinstance(r.get("compiledSkipped"), str)
+            ]
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -63,16 +71,24 @@ def scan_releases(
     show_progress: bool = False,
     on_release: Callable[[Scan], None] | None = None,
     compiled_sources: bool = False,
+    skipped: list[str] | None = None,
 ) -> list[Scan]:
     """Download (or reuse) and scan each release, oldest first, with a progress bar over releases;
-    ``compiled_sources``: the sdist of a binary wheel too, for its C, Cython and Rust messages."""
+    ``compiled_sources``: the sdist of a binary wheel too, for its C, Cython and Rust messages. A release
+    that cannot be downloaded (or not in time) is left out, and why is added to ``skipped``."""
     from tqdm.auto import tqdm
 
     scans = []
     bar = tqdm(versions, desc=f"{package} releases", unit="release", disable=not show_progress)
     for version in bar:
         bar.set_postfix_str(version)
-        archive = download_release(package, version, cache, pip_args, compiled_sources=compiled_sources)
+        try:
+            archive = download_release(package, version, cache, pip_args, compiled_sources=compiled_sources)
+        except ConfigurationError as exc:
+            if skipped is None:
+                raise
+            skipped.append(f"{version}: {exc}")
+            continue
         scan = cached_scan(archive, cache, repo=repo, tag_format=tag_format)
         scans.append(scan)
         if on_release is not None:
@@ -144,7 +160,10 @@ def ingest_releases(
         tag_format=tag_format,
         show_progress=show_progress,
         compiled_sources=compiled_sources,
+        skipped=report.skipped,
     )
+    if not scans:
+        raise ConfigurationError(f"no release of {package} could be read: {'; '.join(report.skipped)}")
     for scan in scans:
         report.releases.append(
             {
@@ -154,6 +173,7 @@ def ingest_releases(
                 "files": scan["report"]["files"],
                 "seconds": scan["report"]["seconds"],
                 "cached": scan.get("fromCache", False),
+                **{k: v for k, v in scan["report"].items() if k.startswith("compiled")},
             }
         )
     dicts, report.raise_records = records_from_scans(scans, package)

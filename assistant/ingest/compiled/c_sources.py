@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..extract import Finding
 from ..messages import Part, Placeholder, is_retrievable
-from .blocks import Blocks
+from .blocks import Blocks, _c_head
 from .lexing import Source, one_line
 from .templates import brace_parts, c_literal, message_finding, printf_parts
 
@@ -51,6 +51,10 @@ _REGISTERED_RE = re.compile(
 _NEW_EXCEPTION_RE = re.compile(r"(\w+)\s*=\s*PyErr_NewException(?:WithDoc)?\s*\(\s*\"([\w.]+)\"")
 _FORMAT_MACRO_RE = re.compile(r"^(?:PRI([diouxX])\w*|SCN\w+|PY_FORMAT_SIZE_T|NPY_\w*_FMT)$")
 _BRACE_FORMATTERS = {"format", "fmt::format", "std::format", "fmt::sprintf"}
+# A message held in a local variable: the variable, its C string or its stream's text (msg, buf.c_str(), ss.str()).
+_VARIABLE_RE = re.compile(r"([A-Za-z_]\w*)(?:\s*\.\s*(?:c_str|data|str)\s*\(\s*\))?")
+_PRINTF_INTO = {"snprintf": 2, "PyOS_snprintf": 2, "std::snprintf": 2, "sprintf": 1, "std::sprintf": 1}
+MAX_VALUES = 4  # values of one variable a raise is read with
 _CONCATENATORS = {"StrCat", "absl::StrCat"}
 
 
@@ -134,10 +138,10 @@ class _Reader:
             return
         error_class = self.python_class(self.text(args[0]))
         if name in ("PyErr_Format", "PyErr_WarnFormat"):
-            parts = self.printf(args[1], [self.text(a) for a in args[2:]])
-        else:
-            parts = self.message(args[1])
-        self.add(kind, error_class, parts, m.start(), close, [])
+            self.add(kind, error_class, self.printf(args[1], [self.text(a) for a in args[2:]]), m.start(), close, [])
+            return
+        for parts in self.messages(args[1]):
+            self.add(kind, error_class, parts, m.start(), close, [])
 
     def throw(self, m: re.Match[str]) -> None:
         args, close = self.args(m.end() - 1)
@@ -145,7 +149,8 @@ class _Reader:
             self.skipped["without a message"] += 1
             return
         cpp_type = re.sub(r"\s*<.*", "", m.group(1)).lstrip(":")
-        self.add("exception", self.cpp_class(cpp_type), self.message(args[0]), m.start(), close, [])
+        for parts in self.messages(args[0]):
+            self.add("exception", self.cpp_class(cpp_type), parts, m.start(), close, [])
 
     def macro(self, m: re.Match[str], spec: dict) -> None:
         args, close = self.args(m.end() - 1)
@@ -163,6 +168,8 @@ class _Reader:
                 template = other
         parts: list[Part] | None = []
         for piece in re.split(r"(\{#?\w+\})", template):
+            if parts is None:  # a format or message that is not literal: no record
+                break
             name = piece[1:-1].lstrip("#") if piece.startswith("{") else None
             if name is None or name not in bound:
                 parts.append(piece)  # type: ignore[union-attr]
@@ -220,6 +227,66 @@ class _Reader:
         """A printf call's parts, when its format is made of literals."""
         fmt = self.literal(span)
         return None if fmt is None else printf_parts(fmt, args)
+
+    def messages(self, span: tuple[int, int]) -> list[list[Part] | None]:
+        """The parts of a raise's message; for a local variable (``msg``, ``buf``, ``ss.str()``), those of each
+        value the function gives it before the raise: assigned, initialised, ``snprintf``'d or streamed."""
+        parts = self.message(span)
+        start, end = self.source.trim(*span)
+        variable = _VARIABLE_RE.fullmatch(self.source.masked[start:end])
+        if parts is not None or variable is None:
+            return [parts]
+        return self.values(variable.group(1), start)[:MAX_VALUES] or [None]
+
+    def values(self, name: str, before: int) -> list[list[Part]]:
+        """The messages given to the variable ``name`` in the function holding ``before``, nearest first."""
+        masked = self.source.masked
+        low = next(
+            (b.open for b in reversed(self.blocks.around(before)) if _c_head(*self.blocks.head(b))[0] == "function"),
+            max(0, before - 4000),
+        )
+        found: list[tuple[int, list[Part]]] = []
+        streamed: list[Part] = []
+        pattern = re.compile(rf"(?<![\w.>])({re.escape(name)})\s*(?:\[[^\]]*\]\s*)?(=(?!=)|<<|\(|\{{)")
+        for m in pattern.finditer(masked, low, before):
+            end = masked.find(";", m.end(), before)
+            if end < 0:
+                continue
+            if m.group(2) == "=":
+                parts = self._message((m.end(), end))
+            elif m.group(2) == "<<":
+                for piece in re.split(r"<<", self.text((m.end(), end))):
+                    literal = re.fullmatch(r'\s*"([^"]*)"\s*', piece)
+                    streamed.append(c_literal(literal.group(1)) if literal else Placeholder(one_line(piece)))
+                continue
+            elif re.search(r"[\w>&*]\s*$", masked[low : m.start()]):  # std::string msg("..."), a declaration
+                args, _ = self.args(m.end() - 1)
+                parts = self._message(args[0]) if len(args) == 1 else None
+            else:
+                continue
+            if parts is not None:
+                found.append((m.start(), parts))
+        for call, fmt_at in _PRINTF_INTO.items():
+            for m in re.finditer(rf"(?<![\w:]){re.escape(call)}\s*\(\s*{re.escape(name)}\s*,", masked[:before]):
+                if m.start() < low:
+                    continue
+                args, _ = self.args(masked.index("(", m.start()))
+                found += self._printed_into(args, fmt_at, m.start())
+        if streamed:
+            found.append((before, streamed))
+        values = [parts for _at, parts in sorted(found, key=lambda item: -item[0])]
+        worded = [p for p in values if any(isinstance(x, str) and x.strip() for x in p)]
+        return [p for i, p in enumerate(worded) if p not in worded[:i]]
+
+    def _printed_into(self, args: list[tuple[int, int]], fmt_at: int, at: int) -> list[tuple[int, list[Part]]]:
+        """``snprintf(buf, n, fmt, ...)``'s message: its format a literal or a variable holding one."""
+        if len(args) <= fmt_at:
+            return []
+        fmt = self.literal(args[fmt_at])
+        if fmt is None and (variable := _VARIABLE_RE.fullmatch(self.source.masked[slice(*args[fmt_at])].strip())):
+            held = [p[0] for p in self.values(variable.group(1), at) if len(p) == 1 and isinstance(p[0], str)]
+            fmt = held[0] if held else None
+        return [] if fmt is None else [(at, printf_parts(fmt, [self.text(a) for a in args[fmt_at + 1 :]]))]
 
     def literal(self, span: tuple[int, int]) -> str | None:
         """The text of adjacent literals (``"a" "b"``, ``"%" PRId64 " rows"``), or None for anything else."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from ..extract import Finding
 from ..messages import Part, is_retrievable
@@ -27,6 +29,53 @@ _ENUM_RE = re.compile(r"\benum\s+(\w+)[^{;]*\{")
 _ERROR_ATTR_RE = re.compile(r"#\[\s*error\s*\(")
 _VARIANT_RE = re.compile(r"\s*(?:#\[[^\]]*\]\s*)*(\w+)")
 _FORMAT_MACROS = ("format", "format_args")
+_FN_RESULT_RE = re.compile(
+    r"\bfn\s+(\w+)\s*(?:<[^>{;]*>)?\s*\([^{;]*?\)\s*->\s*(?:[\w:]+::)?Result\s*<[^{;]*?,\s*(?:[\w:]+::)?(\w+)\s*>"
+)
+# An error's own text as a message: format!("{}", e), format!("{e}"), e.to_string().
+_DISPLAYED_RE = re.compile(
+    r'\s*(?:format!\s*\(\s*"\{(\w*)\}"\s*(?:,\s*(\w+)\s*)?\)|(\w+)\s*\.\s*to_string\s*\(\s*\))\s*'
+)
+_GENERIC_FROM_RE = re.compile(
+    r"impl\s*<\s*T\s*>\s*From\s*<[^{]*<\s*T\s*>\s*>\s+for\s+PyResult\s*<\s*T\s*>[^{]*\{[^}]*$"
+)
+
+
+@dataclass
+class RustContext:
+    """What a crate's files say together of its errors: the error type of each function's ``Result``, the
+    error types whose text a PyO3 exception carries (``Err(e) => PyKeyError::new_err(format!("{}", e))``
+    after ``self.decode_bytes(..)``, tiktoken's), and the class every error prints as where one generic
+    conversion maps them all (``impl<T> From<ToPyResult<T>> for PyResult<T>``, tokenizers')."""
+
+    fn_errors: dict[str, str] = field(default_factory=dict)
+    mapped: dict[str, str] = field(default_factory=dict)
+    catch_all: str | None = None
+
+
+def rust_context(files: Mapping[str, str]) -> RustContext:
+    """The :class:`RustContext` of a tree's Rust files (name -> text)."""
+    context = RustContext()
+    sources = [Source(text, "rust") for name, text in files.items() if name.endswith(".rs")]
+    for source in sources:
+        for m in _FN_RESULT_RE.finditer(source.masked):
+            context.fn_errors.setdefault(m.group(1), m.group(2))
+    for source in sources:
+        masked = source.masked
+        for m in _NEW_ERR_RE.finditer(masked):
+            args = source.split(m.end(), source.closing(m.end() - 1))
+            shown = _DISPLAYED_RE.fullmatch(source.text[slice(*args[0])]) if len(args) == 1 else None
+            if shown is None:
+                continue
+            error_class = python_class(m.group(2))
+            if _GENERIC_FROM_RE.search(masked[max(0, m.start() - 400) : m.start()]):
+                context.catch_all = context.catch_all or error_class
+                continue
+            calls = re.findall(r"\.\s*(\w+)\s*\(", masked[max(0, m.start() - 300) : m.start()])
+            called = next((c for c in reversed(calls) if c in context.fn_errors), None)
+            if called is not None:
+                context.mapped.setdefault(context.fn_errors[called], error_class)
+    return context
 
 
 def python_class(name: str) -> str:
@@ -37,8 +86,9 @@ def python_class(name: str) -> str:
     return name
 
 
-def find_in_rust(text: str) -> tuple[list[Finding], Counter[str]]:
-    """Every message one Rust file raises into Python, and why others were skipped."""
+def find_in_rust(text: str, context: RustContext | None = None) -> tuple[list[Finding], Counter[str]]:
+    """Every message one Rust file raises into Python, and why others were skipped; ``context``: what the
+    crate's other files say of its error types (:func:`rust_context`)."""
     source = Source(text, "rust")
     reader = _Reader(source)
     mappings = [(open_at, source.closing(open_at)) for open_at in reader.from_impls()]
@@ -50,6 +100,7 @@ def find_in_rust(text: str) -> tuple[list[Finding], Counter[str]]:
     for m in _PYERR_NEW_RE.finditer(source.masked):
         reader.call(python_class(m.group(1).split("::")[-1]), m.start(), m.end() - 1)
     reader.enums()
+    reader.displayed_errors(context or rust_context({"lib.rs": text}))
     reader.findings.sort(key=lambda f: f.line)
     return reader.findings, reader.skipped
 
@@ -164,6 +215,29 @@ class _Reader:
                     continue
                 self.add(error_class, parts, start, end, [f"{enum}::{variant}"])
 
+    def displayed_errors(self, context: RustContext) -> None:
+        """The messages of this file's error types whose text the crate raises into Python elsewhere: each
+        variant's (or the struct's) ``#[error(...)]`` or ``Display`` text, with the class it is raised as."""
+        masked = self.source.masked
+        done = set(self.from_impls().values())
+        declared = re.findall(r"\b(?:enum|struct)\s+(\w+)", masked) + _DISPLAY_IMPL_RE.findall(masked)
+        for name in dict.fromkeys(declared):
+            error_class = context.mapped.get(name)
+            if error_class is None and context.catch_all and self._is_error_type(name):
+                error_class = context.catch_all
+            if error_class is None or name in done:
+                continue
+            for variant, (parts, start, end) in self._variant_messages(name).items():
+                self.add(error_class, parts, start, end, [f"{name}::{variant}" if variant else name])
+
+    def _is_error_type(self, name: str) -> bool:
+        masked = self.source.masked
+        derived = (
+            r"derive\s*\([^)]*\bError\b[^)]*\)\s*\]\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?"
+            rf"(?:enum|struct)\s+{name}\b"
+        )
+        return bool(re.search(derived, masked) or re.search(rf"\bimpl\s+(?:[\w:]+::)?Error\s+for\s+{name}\b", masked))
+
     def _arm_classes(self, start: int, end: int) -> dict[str, str]:
         """Variant -> class from a ``from`` body's match arms (``E::A(..) | E::B => PyKeyError::new_err(..)``);
         ``_`` for the catch-all arm or a body without arms."""
@@ -208,7 +282,7 @@ class _Reader:
                     continue
                 arrow = masked.rfind("=>", open_at, write.start())
                 variant = (
-                    re.findall(r"(?:\w+|Self)::(\w+)", masked[max(arrow - 200, open_at) : arrow]) if arrow > 0 else []
+                    re.findall(r"(?:\w+|Self)::(\w+)", masked[max(arrow - 200, open_at) : arrow]) if arrow > 0 else [""]
                 )
                 close = self.source.closing(write.end() - 1)
                 parts = self.format_args(write.end(), close, skip=1)

@@ -20,7 +20,7 @@ from ..extract import Finding
 from ..raises import Origin, make_record
 from .c_sources import CContext, find_in_c, tree_context
 from .cython import find_in_cython
-from .rust import find_in_rust
+from .rust import RustContext, find_in_rust, rust_context
 
 COMPILED_TAG = "compiled"
 LANGUAGES = {"c": "C/C++", "cython": "Cython", "rust": "Rust"}
@@ -46,15 +46,18 @@ def is_compiled_source(name: str) -> bool:
     return language_of(name) is not None or name.lower().endswith(BINDING_SUFFIXES)
 
 
-def find_in_compiled(name: str, text: str, context: CContext | None = None) -> tuple[list[Finding], Counter[str]]:
-    """The findings of one compiled source file (by its name's suffix), and why messages were skipped."""
+def find_in_compiled(
+    name: str, text: str, context: CContext | None = None, rust: RustContext | None = None
+) -> tuple[list[Finding], Counter[str]]:
+    """The findings of one compiled source file (by its name's suffix), and why messages were skipped;
+    ``context`` and ``rust``: what the tree's other C and Rust files say."""
     language = language_of(name)
     if language == "c":
         return find_in_c(text, context)
     if language == "cython":
         return find_in_cython(text)
     if language == "rust":
-        return find_in_rust(text)
+        return find_in_rust(text, rust)
     return [], Counter()
 
 
@@ -133,7 +136,8 @@ def compiled_records(
     gets that project's repository, its path there and a link only when its tag is known.
     """
     report = report if report is not None else CompiledReport()
-    context = tree_context({name: text for name, text in files.items() if not is_generated(text)})
+    read = {name: text for name, text in files.items() if not is_generated(text)}
+    context, rust = tree_context(read), rust_context(read)
     out: list[tuple[dict[str, Any], Finding]] = []
     for name in sorted(files):
         language = language_of(name)
@@ -144,7 +148,7 @@ def compiled_records(
             report.generated += 1
             continue
         report.files += 1
-        findings, skipped = find_in_compiled(name, text, context)
+        findings, skipped = find_in_compiled(name, text, context, rust)
         report.skipped.update(skipped)
         path, file_origin = prefix + name, origin
         for row in vendored or ():
