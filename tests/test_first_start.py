@@ -22,6 +22,7 @@ from assistant.index.faiss_store import MANIFEST_NAME
 from assistant.index.store import embedding_key, text_key
 from assistant.knowledge.records import kb_files
 from assistant.settings import BUNDLED_KB_DIR, DEFAULT_EMBEDDER
+from assistant.storage.checksums import sealed_json
 from assistant.storage.shelf import RecordShelf
 
 from .conftest import read_lines, write_lines
@@ -73,11 +74,11 @@ def test_shipped_vectors_that_are_damaged_or_of_another_model_are_not_used(tmp_p
         assert read_bundled_vectors(folder) is None
         assert seed_index(tmp_path / "index", DEFAULT_EMBEDDER, records, folder) == 0
     assert "unusable" in caplog.text and "records.npy" in caplog.text
-    # An index folder already built keeps its own vectors.
+    # An index folder already built keeps its own vectors (a damaged one takes them: test_faults_leftovers.py).
     built = tmp_path / "built"
     built.mkdir()
-    (built / MANIFEST_NAME).write_text("{}")
-    (built / "pieces.json").write_text("{}")
+    (built / MANIFEST_NAME).write_text(sealed_json({}))
+    (built / "pieces.json").write_text(sealed_json({}))
     assert seed_index(built, DEFAULT_EMBEDDER, records) == 0
 
 

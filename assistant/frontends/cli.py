@@ -68,8 +68,33 @@ def _positive(value: str) -> int:
     return number
 
 
+PIP_ARG = "--pip-arg"
+
+
+def _joined_pip_args(args: Sequence[str]) -> list[str]:
+    """``--pip-arg --no-index`` as ``--pip-arg=--no-index``: argparse takes a value that starts with ``-`` for
+    an option of its own ("expected one argument"), and a pip option always does. Not past ``--``."""
+    out: list[str] = []
+    words = iter(args)
+    for word in words:
+        if word == "--":
+            out += [word, *words]
+            break
+        following = next(words, None) if word == PIP_ARG else None
+        out.append(word if following is None else f"{word}={following}")
+    return out
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, taking the word after ``--pip-arg`` as its value whatever it starts with (its subcommands'
+    parsers are of this class too)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        return super().parse_known_args(_joined_pip_args(sys.argv[1:] if args is None else args), namespace)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="errata",
         description="Answers for Python errors, with sources.",
         epilog=EXAMPLES + "\n\n'errata COMMAND --help' tells more of each command.",
@@ -200,12 +225,12 @@ def _add_releases_flags(p: argparse.ArgumentParser, ingest: bool = True) -> None
         help="downloads and scans (default ~/.cache/errata/releases)",
     )
     p.add_argument(
-        "--pip-arg",
+        PIP_ARG,
         dest="pip_args",
         action="append",
         default=[],
         metavar="ARG",
-        help="extra pip option, joined with '=' as it starts with '-': --pip-arg=--no-index (repeatable)",
+        help="extra pip option, once per word: --pip-arg --no-index, --pip-arg=--no-index (repeatable)",
     )
 
 

@@ -238,9 +238,32 @@ class WebChat:
         return answer.text, citations_json(answer)
 
 
+def _refusing_other_json(component: Any, takes: str, accepts: Any) -> Any:
+    """``component``, refusing as an input of ``/chat`` a JSON value ``accepts`` says no to, with a message saying
+    what it ``takes``. Why: gradio's Textbox turned a number, an array or an object into its Python text (the
+    chat answered ``"{'t': 'x'}"``), took null for an empty box (no answer, nothing said), and its Slider failed on
+    a string with ``{"error": null}``; all before any handler of errata's runs."""
+    preprocess = component.preprocess
+
+    def checked(payload: Any) -> Any:
+        if not accepts(payload):
+            raise gr.Error(f"/chat takes {takes}, not {_json_kind(payload)}")
+        return preprocess(payload)
+
+    component.preprocess = checked  # this instance only: the page itself always sends what it takes
+    return component
+
+
 def _json_kind(value: object) -> str:
     """What a JSON value is, as an API user would name it."""
-    kinds = {bool: "a boolean", int: "a number", float: "a number", list: "an array", dict: "an object"}
+    kinds = {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+        dict: "an object",
+    }
     return "null" if value is None else kinds.get(type(value), type(value).__name__)
 
 
@@ -272,12 +295,16 @@ def build_app(assistant: Assistant, feedback: FeedbackStore | None = None) -> gr
                     placeholder="Answers appear here, with their sources beside them.",
                     elem_id="errata-chat",
                 )
-                query = gr.Textbox(
-                    lines=4,
-                    max_lines=16,
-                    show_label=False,
-                    placeholder="Paste a traceback or ask a question… (Shift+Enter asks)",
-                    elem_id="errata-query",
+                query = _refusing_other_json(
+                    gr.Textbox(
+                        lines=4,
+                        max_lines=16,
+                        show_label=False,
+                        placeholder="Paste a traceback or ask a question… (Shift+Enter asks)",
+                        elem_id="errata-query",
+                    ),
+                    "the paste as a JSON string",
+                    lambda value: isinstance(value, str),
                 )
                 with gr.Row():
                     ask_button = gr.Button("Ask", variant="primary", elem_id="errata-ask", min_width=100)
@@ -299,8 +326,12 @@ def build_app(assistant: Assistant, feedback: FeedbackStore | None = None) -> gr
                         label="Model",
                         visible=chat.model_choice_enabled,
                     )
-                    top_k = gr.Slider(
-                        1, MAX_SOURCES, value=min(settings.top_k, MAX_SOURCES), step=1, label="Number of sources"
+                    top_k = _refusing_other_json(
+                        gr.Slider(
+                            1, MAX_SOURCES, value=min(settings.top_k, MAX_SOURCES), step=1, label="Number of sources"
+                        ),
+                        "the number of sources as a JSON number",
+                        lambda value: isinstance(value, (int, float)) and not isinstance(value, bool),
                     )
                     gr.Markdown(
                         f"Drafting with **{settings.model}** unless another model (or offline) is picked above."

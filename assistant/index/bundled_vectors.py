@@ -27,10 +27,11 @@ from ..embedding.text import PIECE_NAMES, piece_texts
 from ..errors import IndexBuildError
 from ..knowledge.records import Record
 from ..settings import PACKAGE_DIR
-from ..storage.files import atomic_path, describe_file, file_matches
-from .cache import EMBEDDINGS_NAME, PARTIAL_DIR, import_embeddings
+from ..storage.checksums import read_sealed_json, seal_holds
+from ..storage.files import atomic_path, build_lock, describe_file, file_matches
+from .cache import EMBEDDINGS_NAME, PARTIAL_DIR, PartialEmbeddings
 from .faiss_store import MANIFEST_NAME, _read_manifest
-from .pieces import PIECES_MANIFEST, PIECES_NAME, seed_piece_vectors
+from .pieces import PIECES_MANIFEST, PIECES_NAME, pieces_manifest_whole, seed_piece_vectors
 from .store import embedding_key, text_key
 
 logger = logging.getLogger(__name__)
@@ -81,12 +82,15 @@ def read_bundled_vectors(folder: Path = BUNDLED_VECTORS_DIR) -> BundledVectors |
 
 
 def seed_index(index_dir: Path, embedder_id: str, records: Sequence[Record], folder: Path = BUNDLED_VECTORS_DIR) -> int:
-    """Put the shipped vectors of ``records`` (those bundled, with the text they were shipped with) in a new
-    index folder's build cache and piece file, when they are ``embedder_id``'s; returns how many records'
-    vectors were given. An index folder already built keeps its own (its cache makes a rebuild incremental)."""
+    """Put the shipped vectors of ``records`` (those bundled, with the text they were shipped with) in the
+    build cache of an index folder with no usable manifest (new, or damaged: nothing of its own can then be
+    trusted, and a rebuild embedded every record again, 40-80 s) and in its piece file when that is missing,
+    damaged or unsealed, when they are ``embedder_id``'s; returns how many records' vectors were given. A
+    folder whose files are whole keeps its own (its cache makes a rebuild incremental)."""
     index_dir = Path(index_dir)
-    fresh = not (index_dir / MANIFEST_NAME).exists() and not (index_dir / PARTIAL_DIR).exists()
-    if not fresh and (index_dir / PIECES_MANIFEST).exists():
+    seed_records = not _manifest_usable(index_dir, embedder_id)
+    seed_pieces = not pieces_manifest_whole(index_dir)
+    if not (seed_records or seed_pieces):
         return 0
     shipped = read_bundled_vectors(folder)
     if shipped is None or shipped.embedder != embedder_id:
@@ -104,13 +108,26 @@ def seed_index(index_dir: Path, embedder_id: str, records: Sequence[Record], fol
         pieces.append(piece_keys if piece_keys == shipped.piece_keys[row] else [""] * len(piece_keys))
     if not rows:
         return 0
-    if fresh:
-        import_embeddings(index_dir, embedder_id, keys, shipped.records[rows].astype(np.float32))
-    if not (index_dir / PIECES_MANIFEST).exists():
-        matrix = shipped.pieces[rows].astype(np.float32)
-        seed_piece_vectors(index_dir, matrix, [shipped.ids[row] for row in rows], pieces, embedder_id)
+    with build_lock(index_dir):  # a build of another process appends to the same cache
+        if seed_records:  # beside what an interrupted build embedded, not again
+            partial = PartialEmbeddings(index_dir / PARTIAL_DIR, embedder_id)
+            new = [i for i, key in enumerate(keys) if key not in partial]
+            if new:
+                partial.append([keys[i] for i in new], shipped.records[[rows[i] for i in new]].astype(np.float32))
+        if seed_pieces:
+            matrix = shipped.pieces[rows].astype(np.float32)
+            seed_piece_vectors(index_dir, matrix, [shipped.ids[row] for row in rows], pieces, embedder_id)
     logger.info("took the vectors of %d bundled records from %s", len(rows), folder)
     return len(rows)
+
+
+def _manifest_usable(index_dir: Path, embedder_id: str) -> bool:
+    """Whether the vector manifest can give a rebuild its vectors: sealed and whole (its bytes hashed, not
+    parsed), or an older one without a seal that reads as a manifest of ``embedder_id``."""
+    whole = seal_holds(index_dir / MANIFEST_NAME)
+    if whole is None and (index_dir / MANIFEST_NAME).exists():
+        return _read_manifest(index_dir, embedder_id, warn=False)[0] is not None
+    return bool(whole)
 
 
 def write_bundled_vectors(index_dir: Path, embedder_id: str, folder: Path = BUNDLED_VECTORS_DIR) -> int:
@@ -119,7 +136,7 @@ def write_bundled_vectors(index_dir: Path, embedder_id: str, folder: Path = BUND
     index_dir = Path(index_dir)
     manifest, reason = _read_manifest(index_dir, embedder_id)
     try:
-        pieces_meta = json.loads((index_dir / PIECES_MANIFEST).read_text(encoding="utf-8"))
+        pieces_meta, _sealed = read_sealed_json(index_dir / PIECES_MANIFEST)
         if manifest is None:
             raise ValueError(reason)
         records = np.load(index_dir / EMBEDDINGS_NAME, allow_pickle=False)

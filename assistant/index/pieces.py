@@ -15,7 +15,11 @@ Files under the index folder, beside the FAISS ones:
   hash of each piece's text (``""``: none) and the vector file's size and checksum.
 
 Opening embeds only texts whose hash is new (the old rows are reused), a chunk at a time with a progress
-bar; files are written to a temporary name and renamed, manifest last. They are float32, as the record
+bar; files are written to a temporary name and renamed, manifest last. The manifest carries the SHA-256 of
+its own text (``storage/checksums.sealed_json``): two records' hashes swapped in it, size and time kept, gave
+each record the other's vectors at the next build. A damaged manifest is never read (the pieces are taken
+again from the shipped vectors and embedded); one of an older errata, with no seal, is used only where its
+hashes are those of the records, and is then written again with one. They are float32, as the record
 vectors are: converting float16 rows per query cost 2 ms of a 3 ms retrieval. Past ``PIECE_LIMIT`` records
 none are kept (at a million records they would take gigabytes): the piece features then take the record's
 whole cosine, as they do for a record without the piece.
@@ -24,7 +28,6 @@ whole cosine, as they do for a record without the piece.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +39,7 @@ from ..embedding.embedder import Embedder
 from ..embedding.text import PIECE_NAMES, piece_texts
 from ..errors import IndexBuildError
 from ..knowledge.records import Record
+from ..storage.checksums import read_sealed_json, seal_holds, sealed_json
 from ..storage.files import atomic_path, build_lock, describe_file, file_matches
 from .store import CHUNK_RECORDS, embed_in_chunks, text_key
 
@@ -113,11 +117,14 @@ def _up_to_date(
     chunk_texts: int,
     show_progress: bool,
 ) -> PieceVectors:
-    manifest = None if force else _read_manifest(index_dir, embedder.model_id)
+    manifest, sealed = (None, False) if force else _read_manifest(index_dir, embedder.model_id)
     saved = None if manifest is None else _load(index_dir, manifest)
     if saved is not None and manifest["ids"] == ids_digest(ids) and manifest["keys"] == keys:
+        if not sealed:  # an older manifest, found to name these records' texts: sealed now
+            _write_manifest(index_dir, {k: v for k, v in manifest.items() if k != "sha256"})
         return saved
-    old = {} if saved is None else _rows_by_key(saved, manifest["keys"])
+    # An unsealed manifest's hashes are not the records': which row holds which text cannot be checked.
+    old = {} if saved is None or not sealed else _rows_by_key(saved, manifest["keys"])
     wanted = sorted({key for row in keys for key in row if key and key not in old})
     text_of = {
         key: text for row, row_texts in zip(keys, texts, strict=True) for key, text in zip(row, row_texts, strict=True)
@@ -143,7 +150,7 @@ def _up_to_date(
 def load_piece_vectors(index_dir: Path, embedder_id: str, ids: Sequence[str] | np.ndarray) -> PieceVectors | None:
     """The saved piece vectors as they are, when their manifest names ``ids`` in this order and the file is
     whole (a start that trusts its snapshot does not parse the records again); else ``None``."""
-    manifest = _read_manifest(Path(index_dir), embedder_id)
+    manifest, _sealed = _read_manifest(Path(index_dir), embedder_id)  # unsealed: the snapshot's CRC-32 checked it
     if manifest is None or manifest["ids"] != ids_digest(ids):
         return None
     return _load(Path(index_dir), manifest)
@@ -153,20 +160,26 @@ def _held(keys: list[list[str]]) -> np.ndarray:
     return np.array([[bool(k) for k in row] for row in keys], dtype=bool).reshape(len(keys), len(PIECE_NAMES))
 
 
-def _read_manifest(index_dir: Path, embedder_id: str) -> dict | None:
+def pieces_manifest_whole(index_dir: Path) -> bool:
+    """Whether the piece manifest of ``index_dir`` is there, sealed and whole (its bytes hashed, not parsed)."""
+    return bool(seal_holds(Path(index_dir) / PIECES_MANIFEST))
+
+
+def _read_manifest(index_dir: Path, embedder_id: str) -> tuple[dict | None, bool]:
+    """The manifest (``None``: none, damaged or another embedder's) and whether it is sealed."""
     try:
-        manifest = json.loads((index_dir / PIECES_MANIFEST).read_text(encoding="utf-8"))
+        manifest, sealed = read_sealed_json(index_dir / PIECES_MANIFEST)
     except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        logger.warning("%s is unreadable (%s); embedding the pieces again", index_dir / PIECES_MANIFEST, exc)
-        return None
+        return None, False
+    except (OSError, ValueError) as exc:  # DamagedFolderError too: never trusted
+        logger.warning("%s is unreadable (%s); taking the pieces again", index_dir / PIECES_MANIFEST, exc)
+        return None, False
     expected = {"format": FORMAT, "embedder": embedder_id, "pieces": list(PIECE_NAMES)}
-    if not isinstance(manifest, dict) or any(manifest.get(k) != v for k, v in expected.items()):
-        return None
+    if any(manifest.get(k) != v for k, v in expected.items()):
+        return None, False
     if not isinstance(manifest.get("keys"), list) or not isinstance(manifest.get("ids"), str):
-        return None
-    return manifest
+        return None, False
+    return manifest, sealed
 
 
 def _load(index_dir: Path, manifest: dict) -> PieceVectors | None:
@@ -220,8 +233,16 @@ def _save(index_dir: Path, matrix: np.ndarray, ids: list[str], keys: list[list[s
             "file": described,
             "keys": keys,
         }
+    except OSError as exc:
+        problem = f"cannot write the piece vectors to {index_dir}: {exc}; free disk space and rerun"
+        raise IndexBuildError(problem) from exc
+    _write_manifest(index_dir, manifest)
+
+
+def _write_manifest(index_dir: Path, manifest: dict) -> None:
+    try:
         with atomic_path(index_dir / PIECES_MANIFEST) as tmp:
-            tmp.write_text(json.dumps(manifest), encoding="utf-8")
+            tmp.write_text(sealed_json(manifest), encoding="utf-8")
     except OSError as exc:
         problem = f"cannot write the piece vectors to {index_dir}: {exc}; free disk space and rerun"
         raise IndexBuildError(problem) from exc

@@ -10,6 +10,11 @@ patterns have no nested quantifier, so loading them costs one parse each. The tr
 the pattern itself begins with (``Agent interrupted (a|aa)+$`` backtracks only behind its literal prefix),
 and an alternation inside a repeat counts as nested (``(a|aa)+``: one text, many ways to match it).
 
+An alternation under a repeat whose branches match the same text (``(?:a|a)+$``, ``(?:[a-c]|[b-d])+$``) is
+refused without a trial: a run of such characters splits into exponentially many ways. Python's parser hides
+some of these (it folds single-character branches into one class, which matches one way), while the ``regex``
+module the matcher runs tries each branch; so the branches are read as written (:func:`_unfolded`).
+
 What a pattern costs to compile is bounded too: the ``regex`` module writes a counted repeat out in full,
 so ``(?:ab){4294967294}`` took 12.7 GB and ``x{4000000}`` 1 GB. Repeat counts over :data:`MAX_REPEAT` and
 patterns whose written-out size is over :data:`MAX_PATTERN_SIZE` are rejected before anything compiles them.
@@ -68,6 +73,131 @@ def _risky(items, inside_repeat: bool = False) -> tuple[bool, int]:
             nested |= child_nested
             count += child_count
     return nested, count
+
+
+# A counted repeat over this many is a run as long as an unbounded one, for an alternation's ways to split it.
+_MANY = 20
+# Characters an overlap of two one-character branches is looked for in, besides those next to what they name.
+_PROBES = [chr(c) for c in range(128)] + list("\u00a0\u00e9\u0130\u0660\u2028\u212a\uff10")
+
+
+def _unfolded(pattern: str) -> str:
+    """``pattern`` with an empty lookahead ``(?=)`` opening each branch but the first of every alternation:
+    the parser then keeps the branches apart (it folds ``(?:[a-c]|[b-d])`` into the one class ``[a-d]``, and
+    ``(?:a|a)`` into ``a(?:|)``). The same text is matched; only :func:`_ambiguous_reason` reads it."""
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        char = pattern[i]
+        step = 1
+        if char == "\\":
+            step = 2
+        elif in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            step += pattern.startswith("^", i + step)
+            step += pattern.startswith("]", i + step)  # a ']' first in a class is one of its characters
+        elif pattern.startswith("(?#", i):
+            step = (pattern.find(")", i) + 1 or len(pattern) + 1) - i
+        elif char == "|":
+            out.append("|(?=)")
+            i += 1
+            continue
+        out.append(pattern[i : i + step])
+        i += step
+    return "".join(out)
+
+
+def _shape(items) -> tuple:
+    """A parsed pattern as nested tuples, comparable with ``==``: without the lookaheads :func:`_unfolded`
+    added, nor group numbers (``(a)|(a)`` has two branches alike)."""
+    out = []
+    for op, arg in items:
+        if op is sre_constants.ASSERT and not arg[1]:
+            continue
+        if op is sre_constants.SUBPATTERN:
+            out.append((op, arg[1], arg[2], _shape(arg[3])))
+        elif op in _REPEATS:
+            out.append((op, arg[0], arg[1], _shape(arg[2])))
+        elif op is sre_constants.BRANCH:
+            out.append((op, tuple(_shape(branch) for branch in arg[1])))
+        elif op in (sre_constants.ASSERT, sre_constants.ASSERT_NOT):
+            out.append((op, arg[0], _shape(arg[1])))
+        else:
+            out.append((op, _frozen(arg)))
+    return tuple(out)
+
+
+def _frozen(value):
+    if isinstance(value, sre_parse.SubPattern):
+        value = value.data
+    return tuple(_frozen(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
+def _one_character(shape: tuple):
+    """What a branch matches when it is one character (a test of it), else ``None``."""
+    if len(shape) != 1:
+        return None
+    op, arg = shape[0]
+    if op is sre_constants.LITERAL:
+        return lambda c: ord(c) == arg
+    if op is sre_constants.NOT_LITERAL:
+        return lambda c: ord(c) != arg
+    if op is sre_constants.ANY:
+        return lambda c: c != "\n"
+    if op is sre_constants.IN:
+        return lambda c: _in_set(c, arg)
+    return None
+
+
+def _near(shape: tuple) -> set[str]:
+    """The characters a one-character branch names, and their neighbours (``[a-c]`` and ``[^ac]`` share ``b``)."""
+    values: list[int] = []
+    for op, arg in _frozen(shape[0][1]) if shape[0][0] is sre_constants.IN else [shape[0]]:
+        if op in (sre_constants.LITERAL, sre_constants.NOT_LITERAL):
+            values.append(arg)
+        elif op is sre_constants.RANGE:
+            values += list(arg)
+    return {chr(v + d) for v in values for d in (-1, 0, 1) if 0 <= v + d < 0x110000}
+
+
+def _alike(first: tuple, second: tuple) -> str | None:
+    """A text both branches match, when the two are alike or one-character tests that overlap."""
+    if first == second:
+        return "the same text"
+    tests = _one_character(first), _one_character(second)
+    if None in tests:
+        return None
+    for char in sorted(set(_PROBES) | _near(first) | _near(second)):
+        if tests[0](char) and tests[1](char):
+            return repr(char)
+    return None
+
+
+def _ambiguous_reason(items, repeated: bool = False) -> str | None:
+    """Why an alternation inside a repeat of many (``items`` parsed from :func:`_unfolded`) splits a run
+    exponentially many ways: two of its branches match the same text; ``None`` when none does."""
+    for op, arg in items:
+        if op in _REPEATS:
+            inner = repeated or arg[1] > _MANY
+            found = _ambiguous_reason(arg[2], inner)
+            if found:
+                return found
+            continue
+        if op is sre_constants.BRANCH and repeated:
+            shapes = [_shape(branch) for branch in arg[1]]
+            for first, second in itertools.combinations(shapes, 2):
+                both = _alike(first, second)
+                if both:
+                    return (
+                        f"repeats an alternation two of whose branches both match {both}, so a run of such text"
+                        " splits exponentially many ways; merge them (one character class) or make them exclusive"
+                    )
+        for child in _children(op, arg):
+            found = _ambiguous_reason(child, repeated)
+            if found:
+                return found
+    return None
 
 
 def _literals(items, out: set[str]) -> None:
@@ -213,6 +343,13 @@ def unbounded_reason(pattern: str) -> str | None:
     large = too_large_reason(items)
     if large:
         return large
+    if "|" in pattern:
+        try:
+            ambiguous = _ambiguous_reason(sre_parse.parse(_unfolded(pattern)))
+        except (Exception, RecursionError):  # noqa: BLE001 - unfolding broke a syntax it does not know: not checked
+            ambiguous = None
+        if ambiguous:
+            return ambiguous
     nested, count = _risky(items)
     if not nested and count < 3:
         return None

@@ -106,6 +106,21 @@ def read_sealed_json(path: Path) -> tuple[dict[str, Any], bool]:
     return value, sealed
 
 
+def seal_holds(path: Path) -> bool | None:
+    """Whether the sealed file ``path`` is whole, by its bytes alone (nothing is parsed): ``True`` when its seal
+    matches them, ``False`` when it does not or the file is unreadable, ``None`` when it carries no seal (an
+    older file) or there is no file."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return False
+    if not (data.endswith(_SEAL_TAIL) and data[:-_SEAL_LENGTH].endswith(_SEAL_HEAD)):
+        return None
+    return hashlib.sha256(data[:-_SEAL_LENGTH]).hexdigest().encode() == data[-_SEAL_LENGTH : -len(_SEAL_TAIL)]
+
+
 def seal_of(path: Path) -> str | None:
     """The checksum a sealed file says it has, read from its last bytes (nothing is hashed): what a
     snapshot made with this file records, so another sealed file of the same size and time is told apart."""
