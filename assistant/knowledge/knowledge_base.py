@@ -30,6 +30,7 @@ from ..index.bundled_vectors import seed_index
 from ..index.faiss_store import MANIFEST_NAME
 from ..index.pieces import PIECES_MANIFEST, PieceVectors, load_piece_vectors, open_piece_vectors
 from ..index.query_encoder import needs_storing, stored_query_encoder
+from ..retrieval.ownership import wording_twins
 from ..retrieval.signals import SignalIndex
 from ..settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR, PACKAGE_DIR, Settings
 from ..storage.checksums import crc32_file, record_checksums, seal_of, verify_checksums
@@ -83,7 +84,7 @@ def open_knowledge_base(
     saved = None if force else _read(index_dir, files, strict=settings.strict)
     if saved is not None:
         shelf, report, signals, saved_stamp = saved
-        embedded = _embedded_count(shelf, paths)
+        embedded = _embedded_count(shelf, files, paths)
         trusted = _trusted_vectors(index_dir, embedder, settings, saved_stamp, embedded)
         pieces = None if trusted is None else load_piece_vectors(index_dir, embedder.model_id, signals.ids[:embedded])
         if trusted is not None and (pieces is not None or saved_stamp.get("pieces") is None):
@@ -101,7 +102,7 @@ def open_knowledge_base(
         shelf = RecordShelf.load(files, strict=settings.strict, report=report)
         signals, saved_stamp = None, None
     # Only records with vectors go to the vector store: the shipped release-built ones, loaded last, have none.
-    embedded = shelf.head(_embedded_count(shelf, paths))
+    embedded = shelf.head(_embedded_count(shelf, files, paths))
     if not settings.store and not force:
         seed_index(index_dir, embedder.model_id, embedded)  # the bundled records' shipped vectors, in a new folder
     vector_index, build = open_index(
@@ -112,6 +113,7 @@ def open_knowledge_base(
     from_snapshot = signals is not None
     if signals is None:
         signals = SignalIndex.build(shelf, show_progress=show_progress)
+        signals.wording_twins = wording_twins(shelf, signals)
     stamp = None if settings.store else _manifest_stamp(index_dir)
     if not from_snapshot or stamp != saved_stamp:  # a Milvus store is checked at every start: nothing new
         try:
@@ -127,10 +129,12 @@ def build_and_save(settings: Settings, show_progress: bool) -> None:
     open_knowledge_base(settings, embedder, show_progress=show_progress)
 
 
-def _embedded_count(shelf: RecordShelf, paths: tuple[Path, ...]) -> int:
-    """How many records get dense vectors: all but the shipped release-built ones, which come last."""
-    unpacked = [p for p in paths if Path(p).name == UNPACKED_DIR]
-    return len(shelf) - (shelf.count_from(kb_files(unpacked)) if unpacked else 0)
+def _embedded_count(shelf: RecordShelf, files: list[Path], paths: tuple[Path, ...]) -> int:
+    """How many records get dense vectors: all but the shipped release-built ones, which come last (those of
+    ``files``, as ``kb_files`` listed ``paths``, under the unpacked folder: not listed again)."""
+    unpacked = {Path(p).expanduser() for p in paths if Path(p).name == UNPACKED_DIR}
+    released = [f for f in files if not unpacked.isdisjoint(f.parents)] if unpacked else []
+    return len(shelf) - (shelf.count_from(released) if released else 0)
 
 
 def _fingerprint(files: list[Path]) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .features import Found
+from .sorted_sets import distinct, distinct_inverse
 
 # Up to this many records every record is scored; beyond, only candidates (see select_candidates).
 FULL_SCORING_LIMIT = 20_000
@@ -39,11 +40,11 @@ def select_candidates(found: Found, columns: dict[int, tuple[np.ndarray, np.ndar
         budget -= len(indices)
     lexical = NONE
     if holders:
-        records, at = np.unique(np.concatenate(holders), return_inverse=True)
+        records, at = distinct_inverse(np.concatenate(holders))
         partial = np.bincount(at, weights=np.concatenate(weights))
         lexical = records[best(partial, LEXICAL_CANDIDATES)]
     sources = [found.dense, lexical, found.on_message, found.on_text, found.raising_file, found.covered]
-    return np.unique(np.concatenate([s[:CANDIDATE_CAP] for s in sources]))
+    return distinct(np.concatenate([s[:CANDIDATE_CAP] for s in sources]))
 
 
 def restricted(column: tuple[np.ndarray, np.ndarray], scored: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -54,12 +55,16 @@ def restricted(column: tuple[np.ndarray, np.ndarray], scored: np.ndarray | None)
 
 
 def among(positions: np.ndarray, scored: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """Which of the records scored are in ``positions`` (ascending): their rows among the scored, and
-    their index in ``positions``. With every record scored, the rows are the positions themselves."""
+    """Which of the records scored (ascending) are in ``positions`` (ascending): their rows among the scored,
+    and their index in ``positions``. With every record scored, the rows are the positions themselves."""
     if scored is None:
         return positions, slice(None)
     if not len(positions) or not len(scored):
         return NONE, NONE
+    if len(positions) < len(scored):  # the shorter one searched for in the longer (most words are rare)
+        rows = np.minimum(np.searchsorted(scored, positions), len(scored) - 1)
+        picked = np.flatnonzero(scored[rows] == positions)
+        return rows[picked], picked
     index = np.minimum(np.searchsorted(positions, scored), len(positions) - 1)
     rows = np.flatnonzero(positions[index] == scored)
     return rows, index[rows]
@@ -71,8 +76,12 @@ def positions_of(ids: np.ndarray, row_ids: Sequence[str]) -> np.ndarray:
     rows = np.array([r.encode("utf-8") for r in row_ids], dtype="S")
     out = np.full(len(rows), -1, dtype=np.int64)
     order = np.argsort(ids, kind="stable")
-    present, where = among(np.asarray(ids)[order], rows)
-    out[present] = order[where]
+    ordered = np.asarray(ids)[order]
+    if not len(rows) or not len(ordered):
+        return out
+    index = np.minimum(np.searchsorted(ordered, rows), len(ordered) - 1)
+    present = np.flatnonzero(ordered[index] == rows)  # rows in their own order: not among's ascending ones
+    out[present] = order[index[present]]
     return out
 
 

@@ -16,14 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from ..knowledge.records import API_CHANGE_TAG, Record
+from ..knowledge.records import Record
 from ..parse.frames import SITE_PACKAGES_RE
 from ..parse.query import Query
+from ..storage.postings import Postings
 from .candidates import NONE
 from .features import Found
 from .matching import PatternMatcher, compile_pattern
 from .patterns import required_words, text_words
 from .signals import SignalIndex, message_words
+from .sorted_sets import difference, intersection, union
 
 PYTHON_REPO = "python/cpython"
 
@@ -80,15 +82,23 @@ class PythonOwnership:
         python_records = [records[p] for p in self.python.tolist()]
         self.python_classes = frozenset(r.error_class for r in python_records)
         self._class_of = np.array([r.error_class for r in python_records], dtype=object)
-        # error class -> Python's records of it: the record, its compiled pattern, and the message words every
-        # text it matches holds (None: no word can be proven, every record of the class is tried)
-        self._patterns: dict[str, list[tuple[Record, Any, list[str] | None]]] = {}
-        for r in python_records:
-            compiled = compile_pattern(r.message_pattern) if r.message_pattern else None
-            if compiled is not None:
-                keys = sorted(w for w in required_words(r.message_pattern) if w in message_words(w))
-                self._patterns.setdefault(r.error_class, []).append((r, compiled, keys or None))
+        self._python_records = python_records
+        self._compiled: dict[str, list[tuple[Record, Any, list[str] | None]]] | None = None  # see _patterns
         self._twins: dict[str, np.ndarray] = {}  # error class -> library records worded as Python words it
+
+    @property
+    def _patterns(self) -> dict[str, list[tuple[Record, Any, list[str] | None]]]:
+        """Error class -> Python's records of it: the record, its compiled pattern, and the message words every
+        text it matches holds (None: no word can be proven, every record of the class is tried). Compiled
+        when first asked for: where the build saved the twins (``wording_twins``), never (0.1 s of a start)."""
+        if self._compiled is None:
+            self._compiled = {}
+            for r in self._python_records:
+                compiled = compile_pattern(r.message_pattern) if r.message_pattern else None
+                if compiled is not None:
+                    keys = sorted(w for w in required_words(r.message_pattern) if w in message_words(w))
+                    self._compiled.setdefault(r.error_class, []).append((r, compiled, keys or None))
+        return self._compiled
 
     def not_in_play(self, query: Query, found: Found) -> tuple[np.ndarray, bool]:
         """The records that cannot answer this error, as ascending positions and whether they are given as
@@ -106,23 +116,25 @@ class PythonOwnership:
         if raised_by_a_package(query):
             # A package raised a built-in class with its own message: not Python's records, nor another
             # library's worded as Python's own (pandas' ``KeyError: '{key}'`` for gradio_client's raise).
-            return np.union1d(self.python, twins if found.known is None else np.setdiff1d(twins, found.known)), False
+            return union(self.python, twins if found.known is None else difference(twins, found.known)), False
         if found.known is not None and not query.frames:
             # A library named with no traceback to tell: its records may answer, but not another library's
             # worded as Python's own message (``KeyError: '__start__'`` in a question about LangGraph).
-            return np.setdiff1d(twins, found.known), False
+            return difference(twins, found.known), False
         if query.frames:
             # Python raised it, in the user's code or inside a package: Python's records answer, and a
             # library's only where that library is in play (its frames, its module, named) or its own
             # wording matches (a compiled extension raises in the user's frame: ``TypeError:
             # TextInputSequence must be str`` is tokenizers'), never another library's of the same class.
-            allowed = np.union1d(self.python, np.setdiff1d(np.union1d(found.on_message, found.on_text), twins))
-            return (allowed if found.known is None else np.union1d(allowed, found.known)), True
+            allowed = union(self.python, difference(union(found.on_message, found.on_text), twins))
+            return (allowed if found.known is None else union(allowed, found.known)), True
         return twins, False
 
     def _wording_twins(self, cls: str) -> np.ndarray:
         if cls not in self._twins:
-            self._twins[cls] = self._find_twins(cls)
+            saved = self.signals.wording_twins  # found by the build (see wording_twins), else now
+            found = self._find_twins(cls) if saved is None else np.asarray(saved.get(cls), dtype=np.int64)
+            self._twins[cls] = found
         return self._twins[cls]
 
     def _find_twins(self, cls: str) -> np.ndarray:
@@ -133,7 +145,7 @@ class PythonOwnership:
         holds the words a Python pattern requires, and the patterns filed under a word of Python's message
         (a first query of a class in 90,000 records took 30 s when every pair was tried)."""
         pythons = self._patterns.get(cls)
-        library = np.setdiff1d(self.signals.classes.get(cls), self.python)
+        library = difference(self.signals.classes.get(cls), self.python)
         if not pythons or not len(library):
             return NONE
         twins: set[int] = set()
@@ -151,7 +163,7 @@ class PythonOwnership:
         for python, _compiled, _keys in pythons:  # the library record's pattern matching Python's message
             for text in _renderings(python):
                 words = text_words([text])
-                for number in np.intersect1d(index.filed_under(words), library_patterns).tolist():
+                for number in intersection(index.filed_under(words), library_patterns).tolist():
                     held = holders.numbered(number)
                     held = held[in_library[held]].tolist()
                     if twins.issuperset(held):
@@ -161,11 +173,25 @@ class PythonOwnership:
                         twins.update(held)
         # A removed API's record (``Client.__init__() got an unexpected keyword argument 'proxies'``) is worded
         # as Python words it by design, and names the library's own API: not a twin.
-        return np.asarray(sorted(p for p in twins if API_CHANGE_TAG not in self.records[p].tags), dtype=np.int64)
+        found = np.asarray(sorted(twins), dtype=np.int64)
+        return found[np.isin(found, self.signals.api_changes, invert=True)]
 
     def _search(self, source: str, text: str) -> bool:
         pattern = compile_pattern(source)
         return pattern is not None and self.matcher.search(pattern, text)
+
+
+def wording_twins(records: Sequence[Record], signals: SignalIndex) -> Postings:
+    """The wording twins of each of Python's error classes (``PythonOwnership._find_twins``), for the signals a
+    knowledge base's build saves: found at a query, the first of a class cost up to 0.6 s in 90,000 records
+    (TypeError's 18 patterns against 5,000 records); every class's together take ~2 s, once."""
+    ownership = PythonOwnership(records, signals, PatternMatcher())
+    found = {cls: ownership._find_twins(cls) for cls in sorted(ownership._patterns)}
+    found = {cls: positions for cls, positions in found.items() if len(positions)}
+    starts = np.zeros(len(found) + 1, dtype=np.int64)
+    np.cumsum([len(positions) for positions in found.values()], out=starts[1:])
+    positions = np.concatenate(list(found.values())) if found else NONE
+    return Postings(list(found), starts, positions.astype(np.int64))
 
 
 def unrecorded_owner(query: Query, record: Record) -> str | None:

@@ -41,7 +41,7 @@ from ..answering.answer import Hit, Retrieval
 from ..embedding.embedder import Embedder
 from ..index import VectorStore
 from ..index.pieces import PieceVectors
-from ..knowledge.records import API_CHANGE_TAG, Record
+from ..knowledge.records import Record
 from ..parse.query import Query
 from .candidates import (
     FULL_SCORING_LIMIT,
@@ -62,6 +62,7 @@ from .partial_messages import PartialMessages, matching_alone
 from .pattern_hits import pattern_hits
 from .pattern_owners import pattern_owners
 from .signals import SignalIndex, message_words, path_tail, tokenize
+from .sorted_sets import contains, distinct_counted, union
 from .weights import FittedWeights, load_weights
 
 __all__ = ["Retriever"]
@@ -176,7 +177,7 @@ class Retriever:
         """Of ``positions`` (ascending), the API-change records (``errata kb build-ecosystem``'s)."""
         if not len(positions):
             return NONE
-        return positions[[API_CHANGE_TAG in self.records[p].tags for p in positions.tolist()]]
+        return positions[contains(self.signals.api_changes, positions)]  # saved with the signals: no record read
 
     def _find(self, query: Query, vector: np.ndarray, quoted: frozenset[str]) -> Found:
         on_message, specificity, on_text, heads = self._patterns(query)
@@ -336,7 +337,7 @@ class Retriever:
         columns = [c for c in columns if len(c)]
         if not columns:
             return NONE, np.zeros(0)
-        records, counts = np.unique(np.concatenate(columns), return_counts=True)
+        records, counts = distinct_counted(np.concatenate(columns))
         return records, counts / len(quoted)
 
     def _not_in_play(self, query: Query, found: Found) -> tuple[np.ndarray, bool]:
@@ -350,7 +351,7 @@ class Retriever:
             generic = np.setdiff1d(generic, found.known, assume_unique=True)
         if all_but:
             return np.setdiff1d(penalized, generic, assume_unique=True), True
-        return np.union1d(penalized, generic), False
+        return union(penalized, generic), False
 
     def _coverage(self, in_all: dict[int, tuple[np.ndarray, np.ndarray]], m: int) -> tuple[np.ndarray, np.ndarray]:
         """How many of the query's words (``in_all``: where each is among the records scored) each record

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from tqdm import tqdm
 
-from ..knowledge.records import INGESTED_TAG, Record
+from ..knowledge.records import API_CHANGE_TAG, INGESTED_TAG, Record
 from ..parse.query import normalize_library
 from ..storage.diskarray import IN_MEMORY_BYTES, DiskArray
 from ..storage.postings import Postings, PostingsBuilder
@@ -30,10 +30,12 @@ from .patterns import PatternIndex, literal_chars
 if TYPE_CHECKING:
     import bm25s
 
-FORMAT = 8  # 2: generic_ingested; 3: Python's modules' path tails; 4: ingested; 5: None/True/False not words;
+FORMAT = 9  # 2: generic_ingested; 3: Python's modules' path tails; 4: ingested; 5: None/True/False not words;
 # 6: the words every alternative of a pattern's alternation holds file it (patterns.required_words);
 # 7: a generic template has no snake_case name (is_generic_message); 8: an alternation pins its longest
-# alternative's characters, not all of theirs (patterns.literal_chars)
+# alternative's characters, not all of theirs (patterns.literal_chars); 9: api_changes, every pattern's
+# required words as CRC-32s (patterns.PatternIndex.may_hold), and the wording twins of Python's classes
+# (ownership.wording_twins) where the knowledge base's build found them
 _PYTHON_LIB_DIR_RE = re.compile(r"Lib|python\d+(?:\.\d+)*")
 # Only this much of a message is read for its literal words (the Retriever reads queries the same way).
 MESSAGE_CHARS = 2_000
@@ -42,6 +44,7 @@ MESSAGE_CHARS = 2_000
 # packages, one answers only where its library is in play (retriever._not_in_play). Curated records are
 # not held to it.
 GENERIC_WORDS = 3
+TWINS = "wording_twins"  # the saved postings of SignalIndex.wording_twins
 
 _PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}")
 _QUOTED_RE = re.compile(r"'[^'\n]{0,80}'|\"[^\"\n]{0,80}\"")
@@ -267,8 +270,10 @@ class SignalIndex:
         message_words: Postings,
         generic_ingested: np.ndarray,
         ingested: np.ndarray,
+        api_changes: np.ndarray,
         bm25_message: bm25s.BM25 | SavedBM25,
         bm25_all: bm25s.BM25 | SavedBM25,
+        wording_twins: Postings | None = None,
     ):
         self.ids = ids  # UTF-8 bytes
         self.patterns = patterns
@@ -282,6 +287,10 @@ class SignalIndex:
         self.message_words = message_words
         self.generic_ingested = generic_ingested  # ascending positions (see GENERIC_WORDS)
         self.ingested = ingested  # ascending positions of every record errata ingest wrote
+        self.api_changes = api_changes  # ascending positions of the records of a removed or renamed API
+        # Python's error class -> the library records worded as Python's own message of it (ownership.py): made
+        # by the knowledge base's build, so no query pays for it; None: each class's found on first use.
+        self.wording_twins = wording_twins
         self.bm25_message = bm25_message
         self.bm25_all = bm25_all
         self.message_columns = WordColumns(bm25_message)
@@ -301,7 +310,7 @@ class SignalIndex:
         patterns: dict[str, int] = {}
         record_patterns = array("i")
         classes, files, repos, words = (PostingsBuilder() for _ in range(4))
-        generic, ingested = array("q"), array("q")
+        generic, ingested, api_changes = array("q"), array("q"), array("q")
         message_tokens = TokenCorpus()
         all_tokens = TokenCorpus()
         libraries = LibraryCounts()
@@ -319,6 +328,8 @@ class SignalIndex:
                 ingested.append(len(ids) - 1)
                 if is_generic_message(r.error_message, literal):
                     generic.append(len(ids) - 1)
+            if API_CHANGE_TAG in r.tags:
+                api_changes.append(len(ids) - 1)
             libraries.add(r)
         bm25_message = bm25s.BM25()
         bm25_message.index(message_tokens, show_progress=False)
@@ -339,6 +350,7 @@ class SignalIndex:
             message_words=words.build(),
             generic_ingested=np.frombuffer(generic, dtype=np.int64).copy(),
             ingested=np.frombuffer(ingested, dtype=np.int64).copy(),
+            api_changes=np.frombuffer(api_changes, dtype=np.int64).copy(),
             bm25_message=bm25_message,
             bm25_all=bm25_all,
         )
@@ -349,6 +361,9 @@ class SignalIndex:
         np.save(folder / "literals.npy", self.literals)
         np.save(folder / "generic_ingested.npy", self.generic_ingested)
         np.save(folder / "ingested.npy", self.ingested)
+        np.save(folder / "api_changes.npy", self.api_changes)
+        if self.wording_twins is not None:
+            self.wording_twins.save(folder, TWINS)
         self.patterns.save(folder, "patterns")
         for name in ("pattern_records", "classes", "files", "repos", "message_words"):
             getattr(self, name).save(folder, name)
@@ -379,6 +394,8 @@ class SignalIndex:
             message_words=Postings.load(folder, "message_words"),
             generic_ingested=np.load(folder / "generic_ingested.npy"),
             ingested=np.load(folder / "ingested.npy"),
+            api_changes=np.load(folder / "api_changes.npy"),
+            wording_twins=Postings.load(folder, TWINS) if (folder / f"{TWINS}.keys.json").exists() else None,
             # Read without bm25s (and the scipy it imports): serving needs only the matrix and vocabulary.
             bm25_message=SavedBM25.load(folder / "bm25_message"),
             bm25_all=SavedBM25.load(folder / "bm25_all"),
