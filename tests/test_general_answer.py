@@ -70,3 +70,26 @@ def test_a_package_raising_a_builtin_class_is_not_answered_by_another_librarys_r
     # Where pandas is in play, its record still answers a bare KeyError.
     in_pandas = RAISED_IN_A_PACKAGE.replace("gradio_client/compatibility.py", "pandas/core/indexes/base.py")
     assert twin.id in [h.record.id for h in assistant.search(in_pandas)]
+
+
+QUESTION_ABOUT_GRADIO = (
+    "After upgrading gradio my Blocks app fails with KeyError: 'data' when the page loads. "
+    "Which component argument was renamed?"
+)
+
+
+def test_a_question_naming_one_library_is_not_answered_by_another_librarys_record_worded_as_pythons(assistant):
+    """A question quoting Python's wording of a built-in class: pandas' ``KeyError: '{key}'`` record answers
+    only where the question names pandas."""
+    (twin,) = [r for r in assistant.records if r.repo == "pandas-dev/pandas" and r.error_message == "{key}"]
+    assert twin.id not in [h.record.id for h in assistant.search(QUESTION_ABOUT_GRADIO)]
+    about_pandas = QUESTION_ABOUT_GRADIO.replace("gradio my Blocks app", "pandas my DataFrame code")
+    assert twin.id in [h.record.id for h in assistant.search(about_pandas)]
+
+
+def test_saying_python_names_no_library(assistant):
+    """"python manage.py" or "Python 3.12" is in nearly every paste: it does not put Python's records in play
+    as a named library would (it made Python's circular-import record outrank Django's AppRegistryNotReady)."""
+    mentions = assistant.retriever.mentions
+    assert PYTHON_REPO not in mentions.named("python manage.py runserver stops on Python 3.12")
+    assert "pandas-dev/pandas" in mentions.named("pandas read_csv on Python 3.12")

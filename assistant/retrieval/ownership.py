@@ -106,8 +106,16 @@ class PythonOwnership:
         for a Python error in a traceback, every library's record but those of the libraries in play and
         those whose own wording the paste matches; with no traceback to tell, the library records worded as
         Python's own message, but those of a library seen or named."""
-        if not len(self.python) or query.kind == "question" or not query.exception_class:
+        if not len(self.python) or not query.exception_class:
             return NONE, False
+        if query.kind == "question":
+            # A question quoting Python's message of a built-in class: another library's record worded as
+            # Python's own answers it only where the question names that library (sqlalchemy's ``{methname}
+            # got an unexpected keyword argument`` for a question about gradio's arguments).
+            if not is_pythons_class(query, self.python_classes):
+                return NONE, False
+            twins = self._wording_twins(query.exception_class)
+            return (twins if found.known is None else difference(twins, found.known)), False
         if not is_pythons_class(query, self.python_classes):
             # A library's own exception (``httpx.ConnectTimeout: timed out``): Python's records of other
             # classes are not what raised it, however their generic patterns read.

@@ -30,12 +30,12 @@ from .patterns import PatternIndex, literal_chars
 if TYPE_CHECKING:
     import bm25s
 
-FORMAT = 9  # 2: generic_ingested; 3: Python's modules' path tails; 4: ingested; 5: None/True/False not words;
+FORMAT = 10  # 2: generic_ingested; 3: Python's modules' path tails; 4: ingested; 5: None/True/False not words;
 # 6: the words every alternative of a pattern's alternation holds file it (patterns.required_words);
 # 7: a generic template has no snake_case name (is_generic_message); 8: an alternation pins its longest
 # alternative's characters, not all of theirs (patterns.literal_chars); 9: api_changes, every pattern's
 # required words as CRC-32s (patterns.PatternIndex.may_hold), and the wording twins of Python's classes
-# (ownership.wording_twins) where the knowledge base's build found them
+# (ownership.wording_twins) where the knowledge base's build found them; 10: "python" names no library
 _PYTHON_LIB_DIR_RE = re.compile(r"Lib|python\d+(?:\.\d+)*")
 # Only this much of a message is read for its literal words (the Retriever reads queries the same way).
 MESSAGE_CHARS = 2_000
@@ -100,6 +100,11 @@ def all_text(record: Record) -> str:
     return "\n".join(parts)
 
 
+# The language's own name: nearly every paste says it ("python manage.py", "Python 3.12"), which names no
+# library; Python's records are in play by the error's class and frames, not by this word.
+_LANGUAGE_NAMES = frozenset({"python"})
+
+
 def library_names(records: Iterable[Record]) -> dict[str, frozenset[str]]:
     """For each repo, the package names people see: its import name(s), its repo name, its first tag.
 
@@ -134,7 +139,7 @@ class LibraryCounts:
             found = {repo_name, re.sub(r"(_sdk)?_python$", "", repo_name)}
             found |= {n for n, c in self.folders[repo].items() if c * 2 >= count and n not in _STOP_DIRS}
             found |= self.tags[repo]
-            names[repo] = {n for n in found if n.isidentifier() and len(n) > 2}
+            names[repo] = {n for n in found if n.isidentifier() and len(n) > 2 and n not in _LANGUAGE_NAMES}
             owners.update(names[repo])
         return {repo: frozenset(n for n in ns if owners[n] == 1) for repo, ns in names.items()}
 
