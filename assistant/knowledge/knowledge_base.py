@@ -147,7 +147,8 @@ def _fingerprint(files: list[Path]) -> list[dict[str, Any]]:
 
 def _manifest_stamp(index_dir: Path) -> dict[str, Any] | None:
     """Size, time and checksum of the vector manifest (the seal it carries: ``load_index`` checks it against
-    its bytes), and of the piece vectors' (its CRC-32: it is small, and not sealed), ``None`` where none."""
+    its bytes), and of the piece vectors' (its CRC-32: it is small; its own seal is checked when it is read),
+    ``None`` where none."""
     vectors = _stamp(index_dir / MANIFEST_NAME)
     if vectors is None:
         return None
