@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import shutil
+
+import pytest
+
+from assistant import Assistant, Settings
 from assistant.answering.draft import build_messages
 from assistant.parse.query import parse_query
 from assistant.retrieval.ownership import PYTHON_REPO, unrecorded_owner
 from assistant.retrieval.weights import load_weights
+from assistant.settings import BUNDLED_KB_DIR
+from tests.conftest import write_lines
 
 INSIDE_A_LIBRARY = """Traceback (most recent call last):
   File "/home/me/agent/run.py", line 12, in <module>
@@ -93,3 +100,41 @@ def test_saying_python_names_no_library(assistant):
     mentions = assistant.retriever.mentions
     assert PYTHON_REPO not in mentions.named("python manage.py runserver stops on Python 3.12")
     assert "pandas-dev/pandas" in mentions.named("pandas read_csv on Python 3.12")
+
+
+IN_MY_LOOP = """Traceback (most recent call last):
+  File "/home/me/proj/grid.py", line 5, in <module>
+    for i in range(n / 2):
+TypeError: 'float' object cannot be interpreted as an integer"""
+
+POLYFILL = {
+    "id": "7b2dfef13bcf6f51",
+    "repo": "pytorch/pytorch",
+    "slug": "object-cannot-be-interpreted-as-an-integer",
+    "errorMessage": "{type(start).__name__!r} object cannot be interpreted as an integer",
+    "messagePattern": "(.+?) object cannot be interpreted as an integer",
+    "errorClass": "TypeError",
+    "errorType": "exception",
+    "filePath": "torch/_dynamo/polyfills/builtins.py",
+    "lineNumber": 120,
+    "documentation": "torch.compile's polyfill of range() raises Python's own message for a non-integer start.",
+    "solutions": ["Pass integers to range()."],
+    "tags": ["ingested", "extracted"],
+}
+
+
+@pytest.mark.slow
+def test_a_packages_python_raise_does_not_answer_an_error_raised_on_the_users_own_line(small_kb, tmp_path, embedder):
+    """A release-built record of a ``raise`` in a package's Python code (torch's polyfill of ``range``) cannot be
+    what raised an error whose innermost frame is the user's own line, which raises nothing itself: that
+    package's frame would be innermost. With torch's frame innermost, the record answers."""
+    shutil.copy(BUNDLED_KB_DIR / "python__cpython.jsonl", small_kb / "python__cpython.jsonl")
+    write_lines(small_kb / "pytorch__pytorch.jsonl", [{"record": POLYFILL}])
+    assistant = Assistant(Settings.load(env={}, kb=(small_kb,), index_dir=tmp_path / "index"), embedder=embedder)
+    assert POLYFILL["id"] not in [h.record.id for h in assistant.search(IN_MY_LOOP)]
+    in_torch = IN_MY_LOOP.replace(
+        "    for i in range(n / 2):\n",
+        '    for i in range(n / 2):\n  File "/usr/lib/python3.11/site-packages/torch/_dynamo/polyfills/builtins.py",'
+        ' line 120, in range\n    raise TypeError(msg)\n',
+    )
+    assert assistant.search(in_torch)[0].record.id == POLYFILL["id"]

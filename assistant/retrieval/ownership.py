@@ -61,6 +61,16 @@ def raised_by_a_package(query: Query) -> bool:
     return bool(last.in_installed_package and last.code and _CONSTRUCTED_RAISE_RE.match(last.code.strip()))
 
 
+def raised_on_the_users_line(query: Query) -> bool:
+    """The innermost frame of a whole traceback is the user's own code and its line raises nothing itself
+    (``for i in range(n / 2):``): Python or a compiled extension raised the error there, not a package's
+    Python code, whose own frame would be innermost. A ``raise`` on the line may re-raise a package's error."""
+    if not query.frames or query.truncated:
+        return False
+    last = query.frames[-1]
+    return not last.in_library and not (last.code or "").lstrip().startswith("raise")
+
+
 def _renderings(record: Record) -> list[str]:
     """The record's message with its placeholders filled as a name, a quoted name and a number, bare and
     after ``Class: ``."""
@@ -134,9 +144,25 @@ class PythonOwnership:
             # library's only where that library is in play (its frames, its module, named) or its own
             # wording matches (a compiled extension raises in the user's frame: ``TypeError:
             # TextInputSequence must be str`` is tokenizers'), never another library's of the same class.
-            allowed = union(self.python, difference(union(found.on_message, found.on_text), twins))
+            matched = difference(union(found.on_message, found.on_text), twins)
+            if raised_on_the_users_line(query):
+                matched = difference(matched, self._python_raises(matched, found.known))
+            allowed = union(self.python, matched)
             return (allowed if found.known is None else union(allowed, found.known)), True
         return twins, False
+
+    def _python_raises(self, positions: np.ndarray, known: np.ndarray | None) -> np.ndarray:
+        """Of ``positions``, the release-built records of a ``raise`` in a package's Python code, of packages
+        not in play (``known``): such a raise shows the package's frame, so a traceback whose innermost
+        frame is the user's own line cannot be it (torch's polyfill of ``range`` raises Python's own
+        ``'float' object cannot be interpreted as an integer``)."""
+        if not len(positions) or not len(self.signals.ingested):
+            return NONE
+        candidates = intersection(positions, self.signals.ingested)
+        if known is not None:
+            candidates = difference(candidates, known)
+        keep = [p for p in candidates.tolist() if self.records[p].file_path.endswith(".py")]
+        return np.asarray(keep, dtype=np.int64)
 
     def _wording_twins(self, cls: str) -> np.ndarray:
         if cls not in self._twins:
