@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from assistant.errors import ConfigurationError
 from assistant.releases.ecosystem import PACKAGES_FILE, default_targets, read_targets
 from assistant.releases.scan import release_tag
 
@@ -25,3 +28,19 @@ def test_a_tag_format_may_spell_the_version_with_underscores(tmp_path):
     path.write_text("sqlalchemy last:3 rel_{version_}  # the ORM\n")
     (target,) = read_targets(path)
     assert release_tag("2.0.36", target.tag_format) == "rel_2_0_36"
+
+
+def test_a_package_may_ask_for_its_retired_raises(tmp_path):
+    path = tmp_path / "packages.txt"
+    path.write_text(
+        "openai last:3 v{version} retired=spread:40  # removed APIs\n"
+        "smolagents last:3 v{version} huggingface/smolagents retired=last:9\n"
+        "httpx minors:3 {version}\n"
+    )
+    openai, smolagents, httpx = read_targets(path)
+    assert (openai.spec, openai.tag_format, openai.repo, openai.retired) == ("last:3", "v{version}", None, "spread:40")
+    assert (smolagents.repo, smolagents.retired) == ("huggingface/smolagents", "last:9")
+    assert httpx.retired is None
+    path.write_text("openai last:3 retired=\n")
+    with pytest.raises(ConfigurationError, match="packages.txt:1"):
+        read_targets(path)

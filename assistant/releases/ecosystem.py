@@ -41,6 +41,7 @@ class Target:
     spec: str
     tag_format: str = DEFAULT_TAG_FORMAT
     repo: str | None = None  # owner/name on GitHub where the release's metadata names none (smolagents)
+    retired: str | None = None  # older releases whose retired raises are added (``retired=spread:40``)
 
 
 @dataclass
@@ -73,8 +74,9 @@ class EcosystemReport:
 
 
 def read_targets(path: str | Path) -> list[Target]:
-    """``NAME SPEC [TAG_FORMAT [REPO]]`` per line (``#`` starts a comment), e.g. ``httpx last:10 {version}``
-    or ``smolagents last:3 v{version} huggingface/smolagents`` (REPO where the metadata names none)."""
+    """``NAME SPEC [TAG_FORMAT [REPO]] [retired=SPEC]`` per line (``#`` starts a comment), e.g. ``httpx
+    last:10 {version}``, ``smolagents last:3 v{version} huggingface/smolagents`` (REPO where the metadata names
+    none) or ``openai last:3 v{version} retired=spread:40`` (that package's retired raises too)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -86,9 +88,12 @@ def read_targets(path: str | Path) -> list[Target]:
         if not line:
             continue
         parts = line.split()
-        if len(parts) not in (2, 3, 4):
-            raise ConfigurationError(f"{path}:{lineno}: expected 'NAME SPEC [TAG_FORMAT [REPO]]', got {raw!r}")
-        targets.append(Target(*parts))
+        options = [p for p in parts if p.startswith("retired=")]
+        parts = [p for p in parts if not p.startswith("retired=")]
+        if len(parts) not in (2, 3, 4) or len(options) > 1 or any(o == "retired=" for o in options):
+            expected = "'NAME SPEC [TAG_FORMAT [REPO]] [retired=SPEC]'"
+            raise ConfigurationError(f"{path}:{lineno}: expected {expected}, got {raw!r}")
+        targets.append(Target(*parts, retired=options[0].split("=", 1)[1] if options else None))
     return targets
 
 
@@ -121,7 +126,8 @@ def build_ecosystem(
     """One ``<owner>__<name>.jsonl`` per package in ``output``, from every release its target names.
 
     ``retired``: a SPEC (``spread:40``) of older releases whose retired raises are added (see
-    :mod:`.retired`); the releases it names that are not older than the target's are left out."""
+    :mod:`.retired`), for every package (else a target's own ``retired``); the releases it names that are
+    not older than the target's are left out."""
     from tqdm.auto import tqdm
 
     started = time.perf_counter()
@@ -134,7 +140,8 @@ def build_ecosystem(
     for target in targets:
         try:
             versions = resolve_versions(target.package, target.spec, pip_args)
-            older = _older_releases(target.package, retired, versions[0], pip_args) if retired else []
+            wanted = retired or target.retired  # the command's SPEC for every package, else the package's own
+            older = _older_releases(target.package, wanted, versions[0], pip_args) if wanted else []
         except ConfigurationError as exc:
             report.failed.append(f"{target.package}: {exc}")
             continue
