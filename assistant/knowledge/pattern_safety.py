@@ -161,16 +161,29 @@ def _near(shape: tuple) -> set[str]:
     return {chr(v + d) for v in values for d in (-1, 0, 1) if 0 <= v + d < 0x110000}
 
 
+def _literal(shape: tuple) -> str | None:
+    """The text a branch of only literal characters matches, else ``None``."""
+    if not shape or any(op is not sre_constants.LITERAL for op, _arg in shape):
+        return None
+    return "".join(chr(arg) for _op, arg in shape)
+
+
 def _alike(first: tuple, second: tuple) -> str | None:
-    """A text both branches match, when the two are alike or one-character tests that overlap."""
+    """A text both branches match, when the two are alike or one-character tests that overlap; or a text two
+    runs of them match, when both are literals that commute (``a`` and ``aa``: ``a`` + ``aa`` is ``aa`` + ``a``,
+    so a run of ``a`` splits as many ways as ``(a|a)+`` splits it)."""
     if first == second:
-        return "the same text"
+        return "both match the same text"
+    words = _literal(first), _literal(second)
+    if None not in words and words[0] + words[1] == words[1] + words[0]:
+        x, y = words
+        return f"match {x + y!r} two ways ({x!r} + {y!r}, {y!r} + {x!r})"
     tests = _one_character(first), _one_character(second)
     if None in tests:
         return None
     for char in sorted(set(_PROBES) | _near(first) | _near(second)):
         if tests[0](char) and tests[1](char):
-            return repr(char)
+            return f"both match {char!r}"
     return None
 
 
@@ -190,7 +203,7 @@ def _ambiguous_reason(items, repeated: bool = False) -> str | None:
                 both = _alike(first, second)
                 if both:
                     return (
-                        f"repeats an alternation two of whose branches both match {both}, so a run of such text"
+                        f"repeats an alternation two of whose branches {both}, so a run of such text"
                         " splits exponentially many ways; merge them (one character class) or make them exclusive"
                     )
         for child in _children(op, arg):
