@@ -14,7 +14,7 @@ import pytest
 from assistant import Assistant, Settings
 from assistant.ingest import ingest_to_file
 from assistant.ingest.compiled import find_in_compiled
-from assistant.ingest.compiled.sources import compiled_records, vendored_folders
+from assistant.ingest.compiled.sources import compiled_records, is_own_code, vendored_folders
 from assistant.ingest.compiled.templates import message_template
 from assistant.ingest.raises import Origin
 from assistant.knowledge.records import load_records
@@ -639,3 +639,182 @@ def test_rust_error_types_displayed_into_python_elsewhere_in_the_crate():
     assert re.search(records[0]["messagePattern"], "Exception: Unk token `<unk>` not found in the vocabulary")
     # Without the conversion, the enum is no Python error.
     assert compiled_records({"core/src/bpe.rs": bpe}, origin, when) == []
+
+
+def test_a_rust_exception_class_str_is_followed_to_the_format_it_returns():
+    """pydantic-core: ValidationError's text comes from __str__ -> __repr__ -> display's format!, not new_err;
+    ``{plural}`` (one of two literals) prints both ways, and the error line ends before the listed errors."""
+    rust = textwrap.dedent(
+        """
+        use pyo3::prelude::*;
+        #[pyclass(extends=PyValueError, module="pydantic_core._pydantic_core", subclass, frozen)]
+        #[derive(Clone)]
+        pub struct ValidationError { line_errors: Vec<PyLineError>, title: PyObject }
+
+        impl ValidationError {
+            pub fn display(&self, py: Python, prefix_override: Option<&'static str>) -> String {
+                let line_errors = pretty_py_line_errors(py, self.line_errors.iter());
+                if let Some(prefix) = prefix_override {
+                    format!("{prefix}\\n{line_errors}")
+                } else {
+                    let count = self.line_errors.len();
+                    let plural = if count == 1 { "" } else { "s" };
+                    let title: &str = self.title.extract(py).unwrap();
+                    format!("{count} validation error{plural} for {title}\\n{line_errors}")
+                }
+            }
+        }
+
+        #[pymethods]
+        impl ValidationError {
+            fn __repr__(&self, py: Python) -> String { self.display(py, None) }
+            fn __str__(&self, py: Python) -> String { self.__repr__(py) }
+        }
+
+        #[pyclass]
+        pub struct Helper;
+        #[pymethods]
+        impl Helper {
+            fn __str__(&self) -> String { format!("a helper is not an exception {}", 1) }
+        }
+        """
+    )
+    origin, when = Origin("pydantic/pydantic-core"), "2026-12-07T00:00:00.000Z"
+    records = [r for r, _f in compiled_records({"src/errors/validation_exception.rs": rust}, origin, when)]
+    assert [(r["errorClass"], r["errorMessage"], r["lineNumber"]) for r in records] == [
+        ("ValidationError", "{count} validation error for {title}", 16),
+        ("ValidationError", "{count} validation errors for {title}", 16),
+    ]
+    one, many = (re.compile(r["messagePattern"]) for r in records)
+    assert one.search("pydantic_core._pydantic_core.ValidationError: 1 validation error for Crew")
+    assert many.search("ValidationError: 2 validation errors for Model") and not one.search("2 validation errors for M")
+
+
+def test_rust_panics_reach_python_as_panic_exception_outside_tests():
+    rust = textwrap.dedent(
+        """
+        use pyo3::prelude::*;
+        fn split(&self) -> Vec<String> {
+            let parts = self.split_with_indices().expect("AddedVocabulary bad split");
+            if parts.is_empty() { panic!("no split for {} in {name}", self.id, name = self.name); }
+            let x = maybe.expect(message);  // not a literal: no record
+            parts
+        }
+        #[cfg(test)]
+        mod tests {
+            #[test]
+            fn splits() { split().expect("a test expectation is no record"); }
+        }
+        """
+    )
+    records = [r for r, _f in compiled_records({"src/added.rs": rust}, Origin("acme/tok"), "2026-12-07T00:00:00.000Z")]
+    assert [(r["errorClass"], r["errorMessage"]) for r in records] == [
+        ("PanicException", "AddedVocabulary bad split"),
+        ("PanicException", "no split for {self.id} in {self.name}"),
+    ]
+    assert re.search(records[0]["messagePattern"], "pyo3_runtime.PanicException: AddedVocabulary bad split: Foo")
+    # A crate that does not use PyO3 raises no panic into Python.
+    assert compiled_records({"src/added.rs": rust.replace("use pyo3::prelude::*;", "")}, Origin("a/b"), "x") == []
+
+
+def test_a_c_function_that_raises_its_message_argument_is_read_where_it_is_called():
+    """Pillow: ImagingError_ValueError(const char *message) raises ValueError with what its callers pass."""
+    imaging = textwrap.dedent(
+        """
+        void *
+        ImagingError_ValueError(const char *message) {
+            PyErr_SetString(
+                PyExc_ValueError, (message) ? (char *)message : "unrecognized argument value"
+            );
+            return NULL;
+        }
+        static int getink(PyObject *color, char *ink) {
+            PyErr_SetString(PyExc_TypeError, "color must be int or single-element tuple");
+            return -1;
+        }
+        """
+    )
+    paste = textwrap.dedent(
+        """
+        extern void *ImagingError_ValueError(const char *message);
+        int ImagingPaste(Imaging imOut, Imaging imIn, Imaging imMask) {
+            if (imMask->xsize != xsize) {
+                (void)ImagingError_ValueError("bad transparency mask");
+                return -1;
+            }
+            return getink(color, "not a message: getink raises its own text");
+        }
+        """
+    )
+    records = [
+        r
+        for r, _f in compiled_records(
+            {"src/_imaging.c": imaging, "src/libImaging/Paste.c": paste}, Origin("python-pillow/Pillow"), "x"
+        )
+    ]
+    assert [(r["filePath"], r["errorClass"], r["errorMessage"]) for r in records] == [
+        ("src/_imaging.c", "TypeError", "color must be int or single-element tuple"),
+        ("src/libImaging/Paste.c", "ValueError", "bad transparency mask"),
+    ]
+    assert re.search(records[1]["messagePattern"], "ValueError: bad transparency mask")
+
+
+def test_arrow_status_messages_are_concatenated_arguments_raised_as_pyarrow_classes():
+    """Arrow's C++ returns Status::Invalid("Column ", i, ...) and pyarrow raises it as ArrowInvalid; Parquet's
+    throw ParquetException prints as OSError, another C++ throw never reaches Python; *_test.cc is a test."""
+    table = textwrap.dedent(
+        """
+        #include "arrow/status.h"
+        Status SimpleTable::Validate() const {
+          for (int i = 0; i < num_columns(); ++i) {
+            if (col->length() != num_rows_) {
+              return Status::Invalid("Column ", i, " named ", field(i)->name(),
+                                     " expected length ", num_rows_, " but got length ",
+                                     col->length());
+            }
+          }
+          if (offset > max) return Status::Invalid("offset overflow while concatenating arrays");
+          if (bad) throw std::runtime_error("stays inside C++ code");
+          if (broken) throw ParquetException("Unexpected end of stream");
+          return Status::OK();
+        }
+        """
+    )
+    tree = {"cpp/src/arrow/table.cc": table, "cpp/src/arrow/table_test.cc": table}
+    records = [r for r, _f in compiled_records(tree, Origin("apache/arrow"), "2026-12-07T00:00:00.000Z")]
+    rows = [(r["filePath"], r["errorClass"], r["errorMessage"]) for r in records]
+    assert rows == [
+        (
+            "cpp/src/arrow/table.cc",
+            "ArrowInvalid",
+            "Column {i} named {field(i)->name()} expected length {num_rows_} but got length {col->length()}",
+        ),
+        ("cpp/src/arrow/table.cc", "ArrowInvalid", "offset overflow while concatenating arrays"),
+        ("cpp/src/arrow/table.cc", "OSError", "Unexpected end of stream"),
+    ]
+    printed = "pyarrow.lib.ArrowInvalid: Column 3 named text expected length 75 but got length 0"
+    assert re.search(records[0]["messagePattern"], printed)
+    # Without Arrow's status.h the same call is no Python error.
+    plain = {"table.cc": table.replace('#include "arrow/status.h"', "")}
+    assert all(r["errorClass"] != "ArrowInvalid" for r, _f in compiled_records(plain, Origin("a/b"), "x"))
+
+
+def test_tests_examples_and_carried_projects_make_no_records_unless_vendored_json_names_them():
+    """orjson's sdist carries its Cargo dependencies (include/cargo/syn-*), Pillow a CPython shim, numpy
+    meson's test cases: none is the distribution's code raised into Python."""
+    assert is_own_code("src/libImaging/Paste.c") and is_own_code("tokenizers/src/tokenizer/added_vocabulary.rs")
+    for name in (
+        "include/cargo/syn-3.0.6/src/lib.rs",
+        "xet_runtime/tests/bin/log_test_executable.rs",
+        "xet_data/examples/hash/main.rs",
+        "src/thirdparty/pythoncapi_compat.h",
+        "vendored-meson/meson/test cases/python/9 extmodule limited api/not_limited.c",
+        "cpp/src/arrow/flight/test_flight_server.cc",
+        "cpp/src/arrow/table_test.cc",
+    ):
+        assert not is_own_code(name), name
+    raise_ = 'PyErr_SetString(PyExc_ValueError, "Unmatched quotes in the JSON input");'
+    tree = {"pandas/_libs/src/vendored/ujson/lib/decoder.c": raise_, "src/vendor/other/x.c": raise_}
+    vendored = vendored_folders("pandas", "2")
+    records = [r for r, _f in compiled_records(tree, Origin("pandas-dev/pandas"), "x", vendored=vendored)]
+    assert [(r["repo"], r["filePath"]) for r in records] == [("ultrajson/ultrajson", "lib/decoder.c")]

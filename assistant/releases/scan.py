@@ -28,10 +28,11 @@ from .download import sdist_beside
 from .surface import read_surface
 
 # Bump when what a scan finds changes, so cached scans are made again.
-SCAN_VERSION = 9  # 5: bounded message patterns (ingest.messages.bounded_message_pattern); 6: messages
+SCAN_VERSION = 10  # 5: bounded message patterns (ingest.messages.bounded_message_pattern); 6: messages
 # passed inside a data object (ingest.extract); 7: compiled sources from the sdist (.compiled_sdist); 8: bounded
 # members, names and source excerpts, coding cookies (.archive, ingest.source_files); 9: C messages built in a
-# local variable or buffer, Rust Display messages across a crate (ingest.compiled)
+# local variable or buffer, Rust Display messages across a crate (ingest.compiled); 10: Rust __str__ and
+# panics, C functions raising their argument, Arrow's Status errors, vendored and test folders skipped
 DEFAULT_TAG_FORMAT = "v{version}"
 
 Scan = dict[str, Any]

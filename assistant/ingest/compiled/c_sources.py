@@ -20,6 +20,7 @@ from ..extract import Finding
 from ..messages import Part, Placeholder, is_retrievable
 from .blocks import Blocks, _c_head
 from .lexing import Source, one_line
+from .status import ARROW_THROWN, read_statuses, uses_arrow_status
 from .templates import brace_parts, c_literal, message_finding, printf_parts
 
 PYBIND11 = "pybind11"
@@ -56,6 +57,10 @@ _VARIABLE_RE = re.compile(r"([A-Za-z_]\w*)(?:\s*\.\s*(?:c_str|data|str)\s*\(\s*\
 _PRINTF_INTO = {"snprintf": 2, "PyOS_snprintf": 2, "std::snprintf": 2, "sprintf": 1, "std::sprintf": 1}
 MAX_VALUES = 4  # values of one variable a raise is read with
 _CONCATENATORS = {"StrCat", "absl::StrCat"}
+# A function that raises the message it is given: Pillow's ``ImagingError_ValueError(const char *message)``.
+_WRAPPER_DEF_RE = re.compile(r"\b([A-Za-z_]\w*)\s*\(([^()]*\bchar\s*\*\s*\w+[^()]*)\)\s*\{")
+_WRAPPER_RAISE_RE = re.compile(r"\bPyErr_SetString\s*\(\s*(\w+)\s*,([^;]*)\)\s*;")
+_NOT_FUNCTIONS = {"if", "while", "for", "switch", "return", "sizeof"}
 
 
 @dataclass
@@ -65,6 +70,8 @@ class CContext:
     binding: str = PYBIND11
     registered: dict[str, str] = field(default_factory=dict)  # C++ type or C variable -> Python class
     macro_definitions: dict[str, str] = field(default_factory=dict)  # NAME -> its #define line(s)
+    wrappers: dict[str, tuple[str, int]] = field(default_factory=dict)  # function -> (class, message argument)
+    arrow_status: bool = False  # Arrow's Status::Invalid(...) raised by pyarrow (.status)
 
 
 def tree_context(files: dict[str, str]) -> CContext:
@@ -74,16 +81,40 @@ def tree_context(files: dict[str, str]) -> CContext:
     has_pybind = any("pybind11/" in text or "nanobind/" in text for text in files.values())
     context = CContext(binding=SWIG if has_swig and not has_pybind else PYBIND11)
     names = set(macros())
+    if uses_arrow_status(files):
+        context.arrow_status = True
+        context.registered.update(ARROW_THROWN)
     for text in files.values():
         for m in _REGISTERED_RE.finditer(text):
             context.registered[m.group(1).split("::")[-1]] = m.group(2)
         for m in _NEW_EXCEPTION_RE.finditer(text):
             context.registered[m.group(1)] = m.group(2).rsplit(".", 1)[-1]
+        if "PyErr_SetString" in text:
+            context.wrappers.update(_raising_wrappers(text))
         if "#define" in text:
             for m in re.finditer(r"#\s*define\s+(\w+)\s*\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", text):
                 if m.group(1) in names:
                     context.macro_definitions[m.group(1)] = m.group(0)
     return context
+
+
+def _raising_wrappers(text: str) -> dict[str, tuple[str, int]]:
+    """Functions whose body raises one of their ``char *`` parameters with ``PyErr_SetString``: name -> (the
+    class, the parameter's position)."""
+    found = {}
+    for m in _WRAPPER_DEF_RE.finditer(text):
+        if m.group(1) in _NOT_FUNCTIONS or m.group(1).startswith("PyErr_"):
+            continue
+        params = [re.findall(r"\w+", p)[-1:] for p in m.group(2).split(",")]
+        body_end = text.find("\n}", m.end())
+        raise_ = _WRAPPER_RAISE_RE.search(text, m.end(), body_end if body_end > 0 else m.end() + 600)
+        if raise_ is None:
+            continue
+        used = re.match(r"[\s(]*(\w+)", raise_.group(2))  # the message, or a test of it: (message) ? ...
+        position = next((i for i, p in enumerate(params) if p and used and used.group(1) == p[0]), None)
+        if position is not None:
+            found[m.group(1)] = (raise_.group(1), position)
+    return found
 
 
 @cache
@@ -103,6 +134,12 @@ def find_in_c(text: str, context: CContext | None = None) -> tuple[list[Finding]
         reader.pyerr(m)
     for m in _THROW_RE.finditer(source.masked):
         reader.throw(m)
+    if context.wrappers:
+        pattern = re.compile(r"(?<![\w.>])(" + "|".join(map(re.escape, context.wrappers)) + r")\s*\(")
+        for m in pattern.finditer(source.masked):
+            reader.wrapper(m, *context.wrappers[m.group(1)])
+    if context.arrow_status:
+        read_statuses(reader)
     known = macros()
     if known:
         pattern = re.compile(r"\b(" + "|".join(map(re.escape, known)) + r")\s*\(")
@@ -143,12 +180,26 @@ class _Reader:
         for parts in self.messages(args[1]):
             self.add(kind, error_class, parts, m.start(), close, [])
 
+    def wrapper(self, m: re.Match[str], error_class: str, position: int) -> None:
+        """A call of a function that raises its message argument (not the function's own definition)."""
+        args, close = self.args(m.end() - 1)
+        if len(args) <= position or self.source.masked[close + 1 : close + 40].lstrip().startswith("{"):
+            return
+        if self.literal(args[position]) is None and not re.search(r"\w\s*$", self.text(args[position])):
+            return
+        for parts in self.messages(args[position]):
+            if parts is not None:
+                self.add("exception", self.python_class(error_class), parts, m.start(), close, [])
+
     def throw(self, m: re.Match[str]) -> None:
         args, close = self.args(m.end() - 1)
         if not args:
             self.skipped["without a message"] += 1
             return
         cpp_type = re.sub(r"\s*<.*", "", m.group(1)).lstrip(":")
+        if self.context.arrow_status and cpp_type.split("::")[-1] not in self.context.registered:
+            self.skipped["not raised into Python"] += 1  # Arrow reports errors as Status; a throw stays in C++
+            return
         for parts in self.messages(args[0]):
             self.add("exception", self.cpp_class(cpp_type), parts, m.start(), close, [])
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..extract import Finding
-from ..messages import Part, is_retrievable
+from ..messages import Part, Placeholder, is_retrievable, merge_parts
 from .blocks import Blocks
 from .lexing import Source, one_line
 from .templates import brace_parts, message_finding, rust_literal
@@ -36,6 +36,24 @@ _FN_RESULT_RE = re.compile(
 _DISPLAYED_RE = re.compile(
     r'\s*(?:format!\s*\(\s*"\{(\w*)\}"\s*(?:,\s*(\w+)\s*)?\)|(\w+)\s*\.\s*to_string\s*\(\s*\))\s*'
 )
+# An exception class a crate defines (``#[pyclass(extends=PyValueError)] struct ValidationError``), whose
+# ``__str__`` gives the printed message; the methods it calls on ``self`` are followed this deep.
+_PYCLASS_RE = re.compile(r"#\[\s*pyclass\s*\(")
+_STRUCT_RE = re.compile(r"\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?struct\s+(\w+)")
+_IMPL_BLOCK_RE = re.compile(r"\bimpl\s*(?:<[^>{;]*>\s*)?(?:[\w:]+::)?(\w+)\s*(?:<[^>{;]*>\s*)?\{")
+_FN_DEF_RE = re.compile(r"\bfn\s+(\w+)\s*(?:<[^>{;]*>)?\s*\(")
+_SELF_CALL_RE = re.compile(r"\b(?:self|slf|Self)\s*(?:\.|::)\s*(\w+)\s*\(")
+_FORMAT_CALL_RE = re.compile(r"\bformat\s*!\s*\(")
+MAX_FOLLOW = 3
+# ``let plural = if count == 1 { "" } else { "s" };``: a value the message shows one of two ways.
+_CHOICE_RE = re.compile(
+    r'\blet\s+(\w+)(?:\s*:[^=;]+)?\s*=\s*if\b[^{;]*\{\s*"((?:[^"\\\n]|\\.)*)"\s*\}'
+    r'\s*else\s*\{\s*"((?:[^"\\\n]|\\.)*)"\s*\}\s*;'
+)
+# A panic reaches Python as pyo3_runtime.PanicException with its message: ``.expect("...")``, ``panic!(...)``.
+_PANIC_RE = re.compile(r"(?:\.\s*expect|\bpanic\s*!)\s*\(")
+_TEST_CODE_RE = re.compile(r"#\[\s*(?:cfg\s*\(\s*test\s*\)|(?:\w+::)*test)\s*\]")
+PANIC_CLASS = "PanicException"
 _GENERIC_FROM_RE = re.compile(
     r"impl\s*<\s*T\s*>\s*From\s*<[^{]*<\s*T\s*>\s*>\s+for\s+PyResult\s*<\s*T\s*>[^{]*\{[^}]*$"
 )
@@ -51,12 +69,14 @@ class RustContext:
     fn_errors: dict[str, str] = field(default_factory=dict)
     mapped: dict[str, str] = field(default_factory=dict)
     catch_all: str | None = None
+    panics_reach_python: bool = False
 
 
 def rust_context(files: Mapping[str, str]) -> RustContext:
     """The :class:`RustContext` of a tree's Rust files (name -> text)."""
     context = RustContext()
     sources = [Source(text, "rust") for name, text in files.items() if name.endswith(".rs")]
+    context.panics_reach_python = any("pyo3" in source.masked for source in sources)
     for source in sources:
         for m in _FN_RESULT_RE.finditer(source.masked):
             context.fn_errors.setdefault(m.group(1), m.group(2))
@@ -100,7 +120,11 @@ def find_in_rust(text: str, context: RustContext | None = None) -> tuple[list[Fi
     for m in _PYERR_NEW_RE.finditer(source.masked):
         reader.call(python_class(m.group(1).split("::")[-1]), m.start(), m.end() - 1)
     reader.enums()
-    reader.displayed_errors(context or rust_context({"lib.rs": text}))
+    context = context or rust_context({"lib.rs": text})
+    reader.displayed_errors(context)
+    reader.str_messages()
+    if context.panics_reach_python:
+        reader.panics()
     reader.findings.sort(key=lambda f: f.line)
     return reader.findings, reader.skipped
 
@@ -129,11 +153,16 @@ class _Reader:
         else:
             self.skipped["too generic"] += 1
 
-    def add(self, error_class: str, parts: list[Part], start: int, end: int, guards: list[str]) -> None:
+    def add(self, error_class: str, parts: list[Part], start: int, end: int, guards: list[str], qualname: str = ""):
+        """``qualname``: what raises where no function holds the message (an error enum's variant), else
+        the condition it raises on (``Error::Variant`` in a ``Display`` impl's ``fmt``)."""
         if not is_retrievable(parts):
             self.skipped["too generic"] += 1
             return
-        qualname, around = self.blocks.context(start)
+        found, around = self.blocks.context(start)
+        if found and qualname:
+            guards, qualname = [*guards, qualname], found
+        qualname = qualname or found
         line, end_line = self.source.line(start), self.source.line(end)
         self.findings.append(
             message_finding("exception", error_class, parts, line, end_line, qualname, around + guards)
@@ -213,7 +242,7 @@ class _Reader:
                 if error_class is None:
                     self.skipped["not mapped to a Python class"] += 1
                     continue
-                self.add(error_class, parts, start, end, [f"{enum}::{variant}"])
+                self.add(error_class, parts, start, end, [], f"{enum}::{variant}")
 
     def displayed_errors(self, context: RustContext) -> None:
         """The messages of this file's error types whose text the crate raises into Python elsewhere: each
@@ -228,7 +257,7 @@ class _Reader:
             if error_class is None or name in done:
                 continue
             for variant, (parts, start, end) in self._variant_messages(name).items():
-                self.add(error_class, parts, start, end, [f"{name}::{variant}" if variant else name])
+                self.add(error_class, parts, start, end, [], f"{name}::{variant}" if variant else name)
 
     def _is_error_type(self, name: str) -> bool:
         masked = self.source.masked
@@ -289,3 +318,103 @@ class _Reader:
                 if variant and parts is not None and variant[-1] not in found:
                     found[variant[-1]] = (parts, write.start(), close)
         return found
+
+    # ------------------------------------------------------------------ __str__ and panics
+
+    def exception_classes(self) -> dict[str, str]:
+        """Each struct declared a Python exception with ``#[pyclass(extends=PyValueError, name="...")]`` and
+        the class it prints as."""
+        masked, text = self.source.masked, self.source.text
+        found = {}
+        for m in _PYCLASS_RE.finditer(masked):
+            close = self.source.closing(m.end() - 1)
+            attr = text[m.end() : close]
+            base = re.search(r"\bextends\s*=\s*([\w:]+)", attr)
+            struct = _STRUCT_RE.match(masked, masked.find("]", close) + 1)
+            if base is None or struct is None or not _EXCEPTION_NAME_RE.search(python_class(base.group(1))):
+                continue
+            name = re.search(r'\bname\s*=\s*"(\w+)"', attr)
+            found[struct.group(1)] = name.group(1) if name else struct.group(1)
+        return found
+
+    def methods(self, struct: str) -> dict[str, tuple[int, int]]:
+        """The body (open, close) of each method in the file's ``impl`` blocks of ``struct``."""
+        masked = self.source.masked
+        found: dict[str, tuple[int, int]] = {}
+        for impl in _IMPL_BLOCK_RE.finditer(masked):
+            if impl.group(1) != struct or re.search(r"\bfor\s*$", masked[impl.start() : impl.end() - 1]):
+                continue
+            end = self.source.closing(impl.end() - 1)
+            for fn in _FN_DEF_RE.finditer(masked, impl.end(), end):
+                open_at = masked.find("{", self.source.closing(fn.end() - 1), end)
+                if open_at > 0 and ";" not in masked[self.source.closing(fn.end() - 1) : open_at]:
+                    found.setdefault(fn.group(1), (open_at, self.source.closing(open_at)))
+        return found
+
+    def str_messages(self) -> None:
+        """The messages an exception class's ``__str__`` returns, following the methods it calls on itself
+        (pydantic-core's ``ValidationError.__str__`` -> ``__repr__`` -> ``display``'s ``format!``)."""
+        for struct, printed in self.exception_classes().items():
+            methods = self.methods(struct)
+            queue, seen = [("__str__", 0)], set()
+            while queue:
+                name, depth = queue.pop(0)
+                if name in seen or name not in methods:
+                    continue
+                seen.add(name)
+                start, end = methods[name]
+                for call in _FORMAT_CALL_RE.finditer(self.source.masked, start, end):
+                    close = self.source.closing(call.end() - 1)
+                    parts = self.format_args(call.end(), close)
+                    for variant in _variants(parts, self.choices(start, call.start())) if parts else []:
+                        self.add(printed, _first_line(variant), call.start(), close, [f"{struct}.__str__"])
+                if depth < MAX_FOLLOW:
+                    queue += [(c, depth + 1) for c in _SELF_CALL_RE.findall(self.source.masked, start, end)]
+
+    def choices(self, start: int, end: int) -> dict[str, tuple[str, str]]:
+        """Variables a function binds to one of two literals before ``end`` (``let plural = if ...``)."""
+        return {
+            m.group(1): (rust_literal(m.group(2)), rust_literal(m.group(3)))
+            for m in _CHOICE_RE.finditer(self.source.text, start, end)
+        }
+
+    def panics(self) -> None:
+        """``.expect("...")`` and ``panic!(...)`` outside tests: PyO3 raises them as ``PanicException``."""
+        masked = self.source.masked
+        tests = []
+        for m in _TEST_CODE_RE.finditer(masked):
+            open_at = masked.find("{", m.end())
+            if open_at > 0:
+                tests.append((m.start(), self.source.closing(open_at)))
+        for m in _PANIC_RE.finditer(masked):
+            if any(start <= m.start() <= end for start, end in tests):
+                continue
+            close = self.source.closing(m.end() - 1)
+            if masked[m.start()] == ".":
+                args = self.source.split(m.end(), close)
+                literal = self.literal(args[0]) if len(args) == 1 else None
+                parts: list[Part] | None = [literal] if literal else None
+            else:
+                parts = self.format_args(m.end(), close)
+            if parts is not None:
+                self.add(PANIC_CLASS, parts, m.start(), close, ["panic"])
+
+
+def _variants(parts: list[Part], choices: dict[str, tuple[str, str]]) -> list[list[Part]]:
+    """The message once for each way its two-way values (``{plural}``) print."""
+    variants: list[list[Part]] = [[]]
+    for part in parts:
+        options = choices.get(part.expr) if isinstance(part, Placeholder) else None
+        variants = [[*v, option] for v in variants for option in options] if options else [[*v, part] for v in variants]
+    return [merge_parts(v) for v in variants[:4]]
+
+
+def _first_line(parts: list[Part]) -> list[Part]:
+    """The printed error line: the message up to a line break followed by values only (``\\n{line_errors}``)."""
+    for i, part in enumerate(parts):
+        if isinstance(part, str) and "\n" in part:
+            head, _, tail = part.partition("\n")
+            if not any(isinstance(p, str) and re.search("[A-Za-z]", p) for p in [tail, *parts[i + 1 :]]):
+                return merge_parts([*parts[:i], head])
+            return parts
+    return parts
