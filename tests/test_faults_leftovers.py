@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from pathlib import Path
 
@@ -19,10 +18,10 @@ from assistant.knowledge.pattern_safety import pattern_problem, unbounded_reason
 from assistant.knowledge.records import LoadReport
 
 from .conftest import read_lines, write_lines
+from .test_faults_index import INTERRUPTED_ID, _flip_id, _keep_time
 from .test_index import CountingEmbedder
 
 INTERRUPTED = "smolagents.utils.AgentError: Agent interrupted."
-INTERRUPTED_ID = "c6aeeba10bb30da8"
 OLLAMA = "ollama__ollama-python.jsonl"
 
 # --- 1. ``--pip-arg --no-index``: the space form, as the help shows it ------------------------------------
@@ -169,19 +168,6 @@ class CountingAssistantEmbedder(CountingEmbedder):
 
 def _start(kb: Path, index_dir: Path, embedder) -> Assistant:
     return Assistant(Settings.load(env={}, release_records=False), kb=kb, index_dir=index_dir, embedder=embedder)
-
-
-def _keep_time(path: Path, damage) -> None:
-    stat = path.stat()
-    damage(path)
-    assert path.stat().st_size == stat.st_size
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-
-
-def _flip_id(path: Path) -> None:
-    data = path.read_bytes()
-    at = data.index(f'"id": "{INTERRUPTED_ID}"'.encode()) + len('"id": "')
-    path.write_bytes(data[:at] + bytes([data[at] ^ 1]) + data[at + 1 :])
 
 
 @pytest.mark.slow
