@@ -58,7 +58,7 @@ def test_a_packages_file_that_cannot_be_read_or_has_a_bad_line_is_named(tmp_path
     bad = tmp_path / "packages.txt"
     bad.write_text("httpx\n", encoding="utf-8")
     assert main(["kb", "build-ecosystem", "--packages", str(bad), "-o", str(tmp_path / "kb")]) == 2
-    assert f"{bad}:1: expected 'NAME SPEC [TAG_FORMAT [REPO]]'" in capsys.readouterr().err
+    assert f"{bad}:1: expected 'NAME SPEC [TAG_FORMAT [REPO]] [retired=SPEC]'" in capsys.readouterr().err
     assert not (tmp_path / "kb").exists()
 
 

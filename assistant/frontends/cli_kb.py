@@ -14,7 +14,9 @@ from ..settings import BUNDLED_KB_DIR, Settings
 def _ecosystem_flags(e: argparse.ArgumentParser, releases_flags: Callable[..., None]) -> None:
     """The flags of a build over many packages' releases: ``build-ecosystem`` and ``update``."""
     e.add_argument(
-        "--packages", type=Path, help="file of 'NAME SPEC [TAG_FORMAT [REPO]]' lines (default: a built-in list)"
+        "--packages",
+        type=Path,
+        help="file of 'NAME SPEC [TAG_FORMAT [REPO]] [retired=SPEC]' lines (default: packages.txt)",
     )
     e.add_argument("--workers", type=int, help="processes for the (package, release) tasks (default: CPU count)")
     e.add_argument(
