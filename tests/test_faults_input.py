@@ -82,6 +82,7 @@ def test_a_long_line_in_a_pasted_layout_parses_in_linear_time(line):
     assert query.exception_class == "ValueError"
 
 
+@pytest.mark.slow
 def test_fifty_threads_do_not_disable_ordinary_patterns(assistant):
     """Contention alone (50 asks on two cores) must not drop a pattern: judged by its own CPU time."""
     baseline = assistant.ask(CONNECT)

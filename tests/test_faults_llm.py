@@ -75,6 +75,7 @@ def test_links_to_the_retrieved_records_are_kept(assistant):
     assert f"[the raising code]({url})" in answer.text and _links(answer.text) == [url, url]
 
 
+@pytest.mark.slow
 def test_the_slack_blocks_of_a_hostile_reply_hold_no_mention_or_foreign_link(assistant):
     from assistant.frontends.slack_blocks import answer_blocks, fallback_text
 

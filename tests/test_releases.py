@@ -135,6 +135,7 @@ def test_one_record_per_raise_across_moved_lines_and_rewording(toy_kb):
     assert record.message_pattern == "Invalid timeout (.+?): (?:it must be a positive number|must be positive)"
 
 
+@pytest.mark.slow
 def test_a_raise_that_went_says_when(toy_kb):
     records, _, _ = toy_kb
     (warning,) = by_pattern(records, "DeprecationWarning: The 'proxies' argument is deprecated. Use 'proxy' instead.")
