@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from assistant import Assistant, Settings  # noqa: E402
 from assistant.retrieval.candidates import best  # noqa: E402
-from assistant.retrieval.confidence import CONFIDENCE_FEATURES, confidence_features, too_short_to_tell  # noqa: E402
+from assistant.retrieval.confidence import CONFIDENCE_FEATURES, confidence_features  # noqa: E402
 from assistant.retrieval.evaluate import load_eval_set  # noqa: E402
 from assistant.retrieval.features import FEATURES  # noqa: E402
 from assistant.retrieval.ownership import unrecorded_owner  # noqa: E402
@@ -71,7 +71,7 @@ def collect(index: Path) -> dict[str, np.ndarray]:
             out["right"].append(top.id in answers)
             out["answerable"].append(bool(answers))
             out["general"].append(unrecorded_owner(query, top) is not None)
-            out["capped"].append(too_short_to_tell(query) or retriever._bare_unknown_class(query))
+            out["capped"].append(retriever.cannot_tell(query))
             out["seen"].append(scored.features[int(order[0]), seen_column] > 0)
             out["any_seen"].append(bool(scored.features[:, seen_column].max() > 0))
             out["ingested"].append(scored.position(int(order[0])) in ingested)

@@ -377,7 +377,7 @@ class Retriever:
         scored = self.score(query)
         order = best(scored.scores, max(k, 2))
         confidence = self.confidence(scored, order)
-        if too_short_to_tell(query) or self._bare_unknown_class(query):
+        if self.cannot_tell(query):
             confidence = min(confidence, SHORT_QUERY_CONFIDENCE)
         hits = [
             Hit(self.records[scored.position(j)], float(scored.scores[j]), why(scored.features[j])) for j in order[:k]
@@ -386,6 +386,11 @@ class Retriever:
         if general_for:  # a general explanation is as sure as such answers are right, never as the cause's own
             confidence = min(confidence, self.general_confidence)
         return Retrieval(hits, confidence, confidence >= self.confidence_threshold, general_for)
+
+    def cannot_tell(self, query: Query) -> bool:
+        """Whether the query holds too little to tell one error from another, whatever ranks first: its
+        confidence is capped below any threshold (``retrieve``; the confidence fit reads the same rule)."""
+        return too_short_to_tell(query) or self._bare_unknown_class(query)
 
     def _bare_unknown_class(self, query: Query) -> bool:
         """An error line that is only a class no record has (``PanicException`` closing a cut traceback):
