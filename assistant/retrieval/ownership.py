@@ -118,15 +118,9 @@ class PythonOwnership:
         Python's own message, but those of a library seen or named."""
         if not len(self.python) or not query.exception_class:
             return NONE, False
-        if query.kind == "question":
-            # A question quoting Python's message of a built-in class: another library's record worded as
-            # Python's own answers it only where the question names that library (sqlalchemy's ``{methname}
-            # got an unexpected keyword argument`` for a question about gradio's arguments).
-            if not is_pythons_class(query, self.python_classes):
-                return NONE, False
-            twins = self._wording_twins(query.exception_class)
-            return (twins if found.known is None else difference(twins, found.known)), False
         if not is_pythons_class(query, self.python_classes):
+            if query.kind == "question":  # a question about a library's exception: every record may bear on it
+                return NONE, False
             # A library's own exception (``httpx.ConnectTimeout: timed out``): Python's records of other
             # classes are not what raised it, however their generic patterns read.
             return self.python[self._class_of != query.exception_class], False
@@ -136,8 +130,10 @@ class PythonOwnership:
             # library's worded as Python's own (pandas' ``KeyError: '{key}'`` for gradio_client's raise).
             return union(self.python, twins if found.known is None else difference(twins, found.known)), False
         if found.known is not None and not query.frames:
-            # A library named with no traceback to tell: its records may answer, but not another library's
-            # worded as Python's own message (``KeyError: '__start__'`` in a question about LangGraph).
+            # A library named with no traceback to tell (a question never has one): its records may answer,
+            # but not another library's worded as Python's own message (``KeyError: '__start__'`` in a
+            # question about LangGraph; sqlalchemy's ``{methname} got an unexpected keyword argument`` in a
+            # question about gradio's arguments).
             return difference(twins, found.known), False
         if query.frames:
             # Python raised it, in the user's code or inside a package: Python's records answer, and a
