@@ -54,6 +54,18 @@ _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # fixtures of a ``ScopeMismatch``): where the message's own lines end.
 _LOCATION_LINE_RE = re.compile(r"^\S+\.py:\d+:(?:\s|$)")
 _CHAIN_MARKERS = ("During handling of the above exception", "The above exception was the direct cause")
+# A Rust panic as the standard library prints it, before PyO3 raises it as ``pyo3_runtime.PanicException``:
+# ``thread '<unnamed>' panicked at 'message', src/x.rs:12:5`` (Rust < 1.73) or ``... panicked at src/x.rs:12:5:``
+# with the message after it (on the next line, or on the same one once a paste has run the lines together).
+_PANIC_RE = re.compile(
+    r"^thread '[^']*' panicked at (?:'(?P<old>.*)', \S+?\.rs:\d+:\d+|\S+?\.rs:\d+:\d+:(?:\s+(?P<new>\S.*?))?)"
+    r"(?:\s*note: run with `RUST_BACKTRACE.*)?$"
+)
+_RUST_NOTE = "note: run with `RUST_BACKTRACE"
+# A C or C++ check's own line, where a paste lost the Python line that carried it: FAISS's ``IndexPQ.cpp:226:
+# Error: 'is_trained' failed``. Its text is the message; the class is not known.
+_NATIVE_SOURCE_RE = re.compile(r"\.(?:c|cc|cpp|cxx|cu|h|hpp|pyx)$")
+_NATIVE_LOCATION_RE = re.compile(r"^(?P<path>[\w./\\-]+\.(?:c|cc|cpp|cxx|cu|h|hpp|pyx)):\d+(?::\d+)?: (?P<msg>\S.*)$")
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,9 @@ class Query:
     causes: tuple[str, ...] = ()
     # The log level when the error came from a log line.
     level: str | None = None
+    # The C or C++ source file a native check's line names (``IndexPQ.cpp``: see _NATIVE_LOCATION_RE), which
+    # raised the error where the Python frames end.
+    raised_in: str | None = None
 
     @property
     def error_line(self) -> str | None:
@@ -163,7 +178,17 @@ def parse_query(raw: str | bytes, *, max_chars: int = 20_000) -> Query:
         truncated=any("longer than" in n for n in notes),
         causes=causes,
         level=level,
+        raised_in=last.path
+        if last is not None and last.cls is None and _NATIVE_SOURCE_RE.search(last.path or "")
+        else None,
     )
+
+
+def _native_source(error: _ErrorLine | None) -> str | None:
+    """The C or C++ file of a native check's line when that line is the error (see Query.raised_in)."""
+    if error is None or error.cls is not None or not _NATIVE_SOURCE_RE.search(error.path or ""):
+        return None
+    return error.path
 
 
 def _render(error: _ErrorLine) -> str:
@@ -172,10 +197,17 @@ def _render(error: _ErrorLine) -> str:
 
 def _the_error(found: list[_ErrorLine]) -> _ErrorLine | None:
     """The error the paste is about: the last one, unless that is a ``warnings`` line printed after an
-    exception (a notebook's log goes on after the ``ValueError`` with a library's ``FutureWarning``)."""
+    exception (a notebook's log goes on after the ``ValueError`` with a library's ``FutureWarning``) or a log
+    line telling an exception printed above it."""
     if not found:
         return None
     last = found[-1]
+    if last.level and not last.cls and last.message:
+        # A log line reporting an exception printed above it (``WARNING - Todo failed: 1 validation error for
+        # Crew`` under ``pydantic_core...ValidationError: 1 validation error for Crew``): the exception is the error.
+        told = [e for e in found[:-1] if e.cls and e.message and e.message.split("\n", 1)[0] in last.message]
+        if told:
+            return told[-1]
     if last.path and last.cls and last.cls.endswith("Warning"):
         raised = [e for e in found if e.cls and not e.path and not e.cls.endswith("Warning")]
         if raised:
@@ -204,6 +236,7 @@ def _error_lines(lines: list[str]) -> list[_ErrorLine]:
                     or nxt.startswith(("Traceback (most recent", *_CHAIN_MARKERS))
                     or _RULE_RE.match(nxt)
                     or _LOCATION_LINE_RE.match(nxt)
+                    or nxt.startswith(_RUST_NOTE)
                     or _match_error_line(j, nxt) is not None
                 ):
                     break
@@ -229,6 +262,13 @@ def _match_error_line(index: int, line: str) -> _ErrorLine | None:
     m = _DEBUGGER_RE.match(line)
     if m:
         return _ErrorLine(index, m["qual"], m["cls"], (m["msg"] or "").strip() or None, None)
+    m = _PANIC_RE.match(line)
+    if m:
+        message = (m["old"] or m["new"] or "").strip() or None
+        return _ErrorLine(index, "pyo3_runtime.PanicException", "PanicException", message, None)
+    m = _NATIVE_LOCATION_RE.match(line)
+    if m:
+        return _ErrorLine(index, None, None, m["msg"].strip(), None, m["path"])
     level = None
     stripped = line
     lm = _LEVEL_RE.search(line[:80])

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..storage.postings import Postings
 from .features import Found
 from .sorted_sets import distinct, distinct_inverse
 
@@ -121,3 +122,12 @@ def best(values: np.ndarray, k: int) -> np.ndarray:
         chosen = np.concatenate([top, tied[: k - len(top)]])
         chosen = chosen if pool is None else pool[chosen]
     return chosen[np.lexsort((chosen, -values[chosen]))]
+
+
+def files_named(files: Postings, name: str | None) -> set[str]:
+    """The files (keys of ``files``: path tails) whose name is ``name``'s: a native check's line gives a bare
+    ``IndexPQ.cpp`` where the records have ``faiss/IndexPQ.cpp``."""
+    if not name:
+        return set()
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    return {key for key in files.keys or () if key == base or key.endswith("/" + base)}

@@ -5,7 +5,7 @@ The names are the keys of ``weights.json``; their order is the columns of ``Scor
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -106,6 +106,9 @@ class Found:
     cosines: np.ndarray  # for each of dense
     floor: float  # the cosine of every record beyond the nearest
     heads: Heads | None = None  # set when no pattern matches a message whole
+    # Generic templates of libraries not in play whose pattern matched the message with a rare word of their own
+    # (see ownership.distinctive_templates): neither penalized nor offset as generic.
+    distinctive: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 def bm25_sum(in_columns: dict[int, tuple[np.ndarray, np.ndarray]], tokens: list[int], m: int) -> np.ndarray:

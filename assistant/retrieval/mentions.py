@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import ConfigurationError
+from ..storage.postings import Postings
+from .ownership import BUILTIN_EXCEPTIONS
 
 ALIASES_PATH = Path(__file__).with_name("library_aliases.json")
 
@@ -50,3 +52,26 @@ class LibraryMentions:
         if self._pattern is None:
             return set()
         return {self._repo_of_spelling[m.group(1).lower()] for m in self._pattern.finditer(text)}
+
+
+class ClassOwners:
+    """The library a paste's exception class names when no other raises it: ``ArrowInvalid``, printed without
+    its module, is pyarrow's as surely as a ``pyarrow/`` frame would say (a class several libraries raise,
+    ``ValidationError``, names none; nor does a built-in class or Python's own ``python_repo``)."""
+
+    def __init__(self, classes: Postings, repos: Postings, python_repo: str):
+        self.classes = classes
+        self.repos = repos
+        self.python_repo = python_repo
+        self._owner: dict[str, str | None] = {}
+
+    def owner(self, exception_class: str | None, qualname: str | None) -> str | None:
+        """The repo of the only library whose records raise ``exception_class``, for a class printed bare."""
+        if not exception_class or "." in (qualname or "") or exception_class in BUILTIN_EXCEPTIONS:
+            return None
+        if exception_class not in self._owner:
+            groups = self.repos.groups_of(self.classes.get(exception_class)) if exception_class in self.classes else ()
+            keys = self.repos.keys or []
+            repo = keys[int(groups[0])] if len(groups) == 1 else None
+            self._owner[exception_class] = repo if repo != self.python_repo else None
+        return self._owner[exception_class]

@@ -24,16 +24,18 @@ from .candidates import NONE
 from .features import Found
 from .matching import PatternMatcher, compile_pattern
 from .patterns import required_words, text_words
-from .signals import SignalIndex, message_words
-from .sorted_sets import difference, intersection, union
+from .signals import SignalIndex, is_generic_message, message_words
+from .sorted_sets import contains, difference, intersection, union
 
 PYTHON_REPO = "python/cpython"
 
-_BUILTIN_EXCEPTIONS = frozenset(
+BUILTIN_EXCEPTIONS = frozenset(
     name for name, obj in vars(builtins).items() if isinstance(obj, type) and issubclass(obj, BaseException)
 )
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins", "exceptions", "__main__"}
 _PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}")
+# A word in at most this share of the records' messages is the library's own (Pillow's ``transparency``).
+RARE_WORD_SHARE = 0.0002
 
 
 def is_pythons_class(query: Query, python_classes: frozenset[str]) -> bool:
@@ -43,7 +45,7 @@ def is_pythons_class(query: Query, python_classes: frozenset[str]) -> bool:
         return False
     if "." in qualname:
         return qualname.split(".")[0] in _STDLIB
-    return cls in _BUILTIN_EXCEPTIONS or cls in python_classes
+    return cls in BUILTIN_EXCEPTIONS or cls in python_classes
 
 
 # ``raise KeyError(...)``: an exception constructed on the line (a bare ``raise`` or ``raise exc`` re-raises
@@ -95,6 +97,18 @@ class PythonOwnership:
         self._python_records = python_records
         self._compiled: dict[str, list[tuple[Record, Any, list[str] | None]]] | None = None  # see _patterns
         self._twins: dict[str, np.ndarray] = {}  # error class -> library records worded as Python words it
+        self._generic: tuple[np.ndarray, np.ndarray] | None = None  # see _generic_curated
+
+    def _generic_curated(self) -> tuple[np.ndarray, np.ndarray]:
+        """The libraries' curated records whose message is a generic template (see signals.is_generic_message),
+        as ascending positions, and their classes. Found on first use (a few thousand curated records)."""
+        if self._generic is None:
+            curated = np.setdiff1d(np.arange(len(self.records)), union(self.signals.ingested, self.python))
+            records = [(p, self.records[p]) for p in curated.tolist()]
+            kept = [(p, r.error_class) for p, r in records if is_generic_message(r.error_message)]
+            positions = np.asarray([p for p, _ in kept], dtype=np.int64)
+            self._generic = (positions, np.array([c for _, c in kept], dtype=object))
+        return self._generic
 
     @property
     def _patterns(self) -> dict[str, list[tuple[Record, Any, list[str] | None]]]:
@@ -122,8 +136,15 @@ class PythonOwnership:
             if query.kind == "question":  # a question about a library's exception: every record may bear on it
                 return NONE, False
             # A library's own exception (``httpx.ConnectTimeout: timed out``): Python's records of other
-            # classes are not what raised it, however their generic patterns read.
-            return self.python[self._class_of != query.exception_class], False
+            # classes are not what raised it, however their generic patterns read; nor, where its library is
+            # in play, another library's curated record of another class worded in a few common words
+            # (pytest's ``{target!r} has no attribute {name!r}`` for Jinja's ``UndefinedError``).
+            others = self.python[self._class_of != query.exception_class]
+            if found.known is None:
+                return others, False
+            generic, classes = self._generic_curated()
+            elsewhere = generic[(classes != query.exception_class) & ~contains(found.known, generic)]
+            return union(others, elsewhere), False
         twins = self._wording_twins(query.exception_class or "")
         if raised_by_a_package(query):
             # A package raised a built-in class with its own message: not Python's records, nor another
@@ -242,3 +263,28 @@ def unrecorded_owner(query: Query, record: Record) -> str | None:
         if not frame.in_library:  # the user's code raised it
             return None
     return None
+
+
+def distinctive_templates(records: Sequence[Record], signals: SignalIndex, positions: np.ndarray) -> np.ndarray:
+    """Of generic templates (few literal words: see signals.GENERIC_WORDS) whose pattern matched the pasted
+    message, those with a word few other messages have: ``bad transparency mask`` is Pillow's own, not the
+    kind of short message any library raises (``Could not convert {} with type {}: {}``). Ascending."""
+    rare = int(RARE_WORD_SHARE * len(signals))
+    if rare < 1:  # too few records to tell a rare word from a common one
+        return positions[:0]
+    kept = [
+        p
+        for p in positions.tolist()
+        if any(signals.message_words.count(w) <= rare for w in message_words(records[p].error_message))
+    ]
+    return np.asarray(kept, dtype=positions.dtype)
+
+
+def generic_elsewhere(generic_ingested: np.ndarray, found: Found) -> np.ndarray:
+    """Generic ingested templates (``generic_ingested``: see signals.GENERIC_WORDS) of libraries not in play,
+    but for those with a word of their own (``found.distinctive``): they match messages of any library, so
+    they answer no error of another's. Ascending positions."""
+    generic = generic_ingested
+    if found.known is not None:
+        generic = np.setdiff1d(generic, found.known, assume_unique=True)
+    return np.setdiff1d(generic, found.distinctive, assume_unique=True)

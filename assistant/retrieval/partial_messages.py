@@ -9,6 +9,7 @@ evidence, so these are asked only where it has nothing to say.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable, Sequence
 
@@ -20,7 +21,7 @@ from .candidates import among
 from .features import FEATURES, Heads
 from .matching import PATTERN_MESSAGE_CHARS, PatternMatcher
 from .patterns import literal_chars
-from .signals import SignalIndex
+from .signals import SignalIndex, message_words
 
 # An ingested record whose pattern's literal text is at least this share of the pasted message's length
 # (a template, not a placeholder with a word or two around it) and the only kind of record whose pattern
@@ -35,6 +36,9 @@ _WINERROR_RE = re.compile(r"\[WinError (\d+)\]")
 # Another error told inside a message (datasets' ``... on the Hugging Face Hub either: FileNotFoundError:
 # Unable to resolve ...``, its ``{type(e1).__name__}: {e1}``): from there on the text is that error's.
 _TOLD_ERROR_RE = re.compile(r"[\s:(](?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): ")
+_TYPOGRAPHY = str.maketrans(
+    {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00d7": "x", "\u2013": "-", "\u00a0": " "}
+)
 _PATTERN_MESSAGE = FEATURES.index("pattern_message")
 _PATTERN_SPECIFICITY = FEATURES.index("pattern_specificity")
 _PATTERN_TEXT = FEATURES.index("pattern_text")
@@ -49,7 +53,29 @@ def pattern_messages(query: Query) -> list[str]:
     # ...`` is not ``schema for {type!r}.``); what is left may begin a message (see mark_heads).
     messages = [_CUT_RE.sub("", m[:PATTERN_MESSAGE_CHARS]) for m in messages]
     # Windows prints an OSError's code as ``[WinError 10061]`` where patterns expect ``[Errno N]``.
-    return messages + [_WINERROR_RE.sub(r"[Errno \1]", m) for m in messages if "[WinError " in m]
+    variants = [_WINERROR_RE.sub(r"[Errno \1]", m) for m in messages if "[WinError " in m]
+    # A message copied from a web page comes with its typography: curly quotes, ``2×1568`` for ``2x1568``.
+    variants += [t for t in (m.translate(_TYPOGRAPHY) for m in messages[:1]) if t != messages[0]]
+    key = _printed_key(query)
+    if key:
+        variants.append(key)
+    # People drop a message's last full stop when they quote it (``Input y contains NaN``); the pattern of
+    # ``Input {name}contains {kind}.`` then misses it for one character.
+    variants += [m + "." for m in messages[:1] if m and m[-1].isalnum()]
+    return messages + variants
+
+
+def _printed_key(query: Query) -> str | None:
+    """A KeyError's message as raised: Python prints the repr of a KeyError's argument, so pandas'
+    ``None of [...] are in the [index]`` reaches the paste in quotes that no pattern has."""
+    message = (query.message or "").strip()
+    if (query.exception_class or "") != "KeyError" or len(message) < 3 or message[0] not in "'\"":
+        return None
+    try:
+        value = ast.literal_eval(message)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, str) and value and value != message else None
 
 
 def own_length(message: str) -> int:
@@ -60,14 +86,34 @@ def own_length(message: str) -> int:
     return told.start() + 1 if told else len(message)
 
 
-def matching_alone(features: np.ndarray, curated: np.ndarray, generic: np.ndarray) -> np.ndarray:
+def head_share(query: Query) -> float:
+    """How many times longer the pasted message is than its first line: a message whose first line says what
+    went wrong and whose other lines list data (pydantic's ``1 validation error for Crew`` and each field's
+    error under it) is pinned by a template of its first line."""
+    messages = pattern_messages(query)
+    if not messages or "\n" not in messages[0]:
+        return 1.0
+    first = messages[0].split("\n", 1)[0].strip()
+    return max(1.0, own_length(messages[0]) / max(len(first), 1))
+
+
+def matching_alone(
+    features: np.ndarray,
+    curated: np.ndarray,
+    generic: np.ndarray,
+    generic_curated: Callable[[int], bool],
+    share: float = 1.0,
+) -> np.ndarray:
     """Ingested records whose pattern pins most of the pasted message where no curated record's pattern
     matches it: those are not a curated raise's twin, so the ingested offset does not hold them back. Not a
-    generic template (``generic``: see signals.GENERIC_WORDS), which matches messages of any library."""
+    generic template (``generic``: see signals.GENERIC_WORDS), which matches messages of any library; and a
+    curated template of no literal word matching (Python's ``{key}`` KeyError, whose pattern matches every
+    KeyError) is no twin either (``generic_curated``: whether the curated record of a row is one)."""
     matched = features[:, _PATTERN_MESSAGE] > 0
-    if (matched & curated).any():
+    if any(not generic_curated(row) for row in np.flatnonzero(matched & curated).tolist()):
         return np.zeros(len(matched), dtype=bool)
-    return matched & ~generic & (features[:, _PATTERN_SPECIFICITY] >= SPECIFIC_ALONE)
+    # ``share``: see head_share; a template pinning most of the first line pins what the message says.
+    return matched & ~generic & (np.minimum(1.0, features[:, _PATTERN_SPECIFICITY] * share) >= SPECIFIC_ALONE)
 
 
 class PartialMessages:
@@ -84,6 +130,10 @@ class PartialMessages:
         self.signals = signals
         self.matcher = matcher
         self.pattern_source = pattern_source
+
+    def generic_row(self, scored: np.ndarray | None) -> Callable[[int], bool]:
+        """Whether the record of a scored row has no literal word in its message (``{key}``): it matches any."""
+        return lambda row: not message_words(self.records[row if scored is None else int(scored[row])].error_message)
 
     def mark_heads(self, heads: Heads, features: np.ndarray, scores: np.ndarray, scored: np.ndarray | None) -> bool:
         """The records whose pattern matches a pasted message as the beginning of theirs count as matching it

@@ -48,6 +48,7 @@ from .candidates import (
     NONE,
     among,
     best,
+    files_named,
     positions_of,
     reciprocal_rank,
     restricted,
@@ -55,14 +56,15 @@ from .candidates import (
 )
 from .confidence import SHORT_QUERY_CONFIDENCE, confidence_features, sigmoid, too_short_to_tell
 from .features import Found, Heads, Scored, bm25_sum, piece_cosines, why
+from .http_status import with_status_phrases
 from .matching import COMPILED_PATTERNS, PATTERN_TEXT_CHARS, PatternMatcher
-from .mentions import LibraryMentions, library_aliases
-from .ownership import PythonOwnership, unrecorded_owner
-from .partial_messages import PartialMessages, matching_alone
+from .mentions import ClassOwners, LibraryMentions, library_aliases
+from .ownership import PYTHON_REPO, PythonOwnership, distinctive_templates, generic_elsewhere, unrecorded_owner
+from .partial_messages import PartialMessages, head_share, matching_alone
 from .pattern_hits import pattern_hits
 from .pattern_owners import pattern_owners
 from .signals import SignalIndex, message_words, path_tail, tokenize
-from .sorted_sets import contains, distinct_counted, union
+from .sorted_sets import contains, distinct_counted, intersection, union
 from .weights import FittedWeights, load_weights
 
 __all__ = ["Retriever"]
@@ -139,6 +141,7 @@ class Retriever:
         class_counts = self.signals.classes.counts()
         self._class_rarity = {c: math.log((n + 1) / k) / math.log(n + 1) for c, k in class_counts.items()}
         self.mentions = LibraryMentions(self.signals.library_names, library_aliases())
+        self.class_owners = ClassOwners(self.signals.classes, self.signals.repos, PYTHON_REPO)
         self.matcher = PatternMatcher(owners=lambda source: pattern_owners(self.signals, self.records, source))
         # A pattern's text decoded once (each query tries a few dozen; a million would not fit).
         self._pattern_source = functools.lru_cache(maxsize=COMPILED_PATTERNS)(self.signals.patterns.__getitem__)
@@ -156,6 +159,8 @@ class Retriever:
     def _libraries(self, query: Query) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Records of the libraries in the frames or module path, of those named, and of either."""
         seen_repos = {self.mentions.repo_of[lib] for lib in query.libraries if lib in self.mentions.repo_of}
+        owner = self.class_owners.owner(query.exception_class, query.exception_qualname)
+        seen_repos |= {owner} if owner else set()
         named = self.mentions.named(query.text[:PATTERN_TEXT_CHARS])
         repos = self.signals.repos
         known = repos.union(seen_repos | named) if seen_repos | named else None
@@ -183,6 +188,8 @@ class Retriever:
         on_message, specificity, on_text, heads = self._patterns(query)
         cls = query.exception_class
         frame_files = {path_tail(f.file) for f in query.frames}
+        raising = {path_tail(query.frames[-1].file)} if query.frames else set()
+        raising |= files_named(self.signals.files, query.raised_in)
         seen, named, known = self._libraries(query)
         # Records whose message holds every quoted word (when the query quotes a message of 2+ words).
         overlap, overlap_share = self._overlap(quoted)
@@ -194,7 +201,7 @@ class Retriever:
             on_text=on_text,
             same_class=self.signals.classes.get(cls) if cls else NONE,
             raising_file=self.signals.files.union(frame_files),
-            raising_frame=self.signals.files.union({path_tail(query.frames[-1].file)}) if query.frames else NONE,
+            raising_frame=self.signals.files.union(raising) if raising else NONE,
             seen=seen,
             named=named,
             known=known,
@@ -205,6 +212,9 @@ class Retriever:
             cosines=cosines,
             floor=floor,
             heads=heads,
+            distinctive=distinctive_templates(
+                self.records, self.signals, intersection(on_message, self.signals.generic_ingested)
+            ),
         )
 
     def _query_words(self, text: str) -> tuple[list[int], list[int], list[int], int]:
@@ -233,7 +243,8 @@ class Retriever:
         n = len(self.records)
         model = query_model(query)
         error_text = " ".join(x for x in (query.error_line, *query.causes) if x)
-        search_text = query.text if model == "prose" else error_text
+        # A question tells a status by number ("a 403 error"); a pasted error prints the library's own text.
+        search_text = with_status_phrases(query.text) if model == "prose" else error_text
         vector = self.embedder.encode([embedded_text(query)])
         quoted = message_words(query.message or "")
         found = self._find(query, vector, quoted)
@@ -308,7 +319,9 @@ class Retriever:
         if found.heads is not None and self.partial.mark_heads(found.heads, features, scores, scored):
             scores = features @ weights - penalty - (0.0 if offset is None else offset)
         if offset is not None and curated is not None:
-            offset[matching_alone(features, curated, spread(self.signals.generic_ingested) > 0)] = 0.0
+            generic = spread(generic_elsewhere(self.signals.generic_ingested, found)) > 0
+            alone = matching_alone(features, curated, generic, self.partial.generic_row(scored), head_share(query))
+            offset[alone] = 0.0
             scores = features @ weights - penalty - offset
         reworded = self.partial.reworded_row(query, features, scores, offset, scored)
         return Scored(features, scores, model, scored, penalty, offset, reworded)
@@ -344,11 +357,9 @@ class Retriever:
         """Records that cannot answer this error (see ``PythonOwnership.not_in_play``), and ingested generic
         templates of libraries not in play: as ascending positions, and whether given as all *but* those."""
         penalized, all_but = self.ownership.not_in_play(query, found)
-        generic = self.signals.generic_ingested
+        generic = generic_elsewhere(self.signals.generic_ingested, found)
         if not len(generic):
             return penalized, all_but
-        if found.known is not None:
-            generic = np.setdiff1d(generic, found.known, assume_unique=True)
         if all_but:
             return np.setdiff1d(penalized, generic, assume_unique=True), True
         return union(penalized, generic), False
