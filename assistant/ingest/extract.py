@@ -23,11 +23,11 @@ from .module_facts import imports_pytest_fail, imports_warn, string_constants
 
 _LOG_LEVELS = {"error": "error", "exception": "error", "critical": "critical", "warning": "warning", "warn": "warning"}
 _LOGGER_NAME_RE = re.compile(r"(?:^|_)(?:log|logger)$", re.IGNORECASE)
-_MESSAGE_KEYWORDS = ("message", "msg", "detail")
+MESSAGE_KEYWORDS = ("message", "msg", "detail")
 # A lowercase identifier passed before the message: an error code ("may_not_set_field"), see _is_code.
 _CODE_RE = re.compile(r"[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)+")
 # A class named so, or deriving from one named so, is an exception: its ``__init__`` may build the message.
-_EXCEPTION_NAME_RE = re.compile(r"(?:Error|Exception|Warning|Exit|Interrupt)$")
+EXCEPTION_NAME_RE = re.compile(r"(?:Error|Exception|Warning|Exit|Interrupt)$")
 
 
 # --------------------------------------------------------------------------- the walk
@@ -41,7 +41,7 @@ class _Context:
     # ("if", test), ("not", test) or ("except", type): turned into text only for findings.
     guards: tuple[tuple[str, ast.AST | None], ...] = ()
     is_init_of: str | None = None
-    # The exception class this ``__init__`` belongs to, if it is one (see _EXCEPTION_NAME_RE).
+    # The exception class this ``__init__`` belongs to, if it is one (see EXCEPTION_NAME_RE).
     exception_class: str | None = None
 
 
@@ -99,7 +99,7 @@ def package_helpers(trees: Iterable[ast.Module]) -> Helpers:
 
 def _helper_parts(call: ast.Call, helpers: Helpers) -> list[Part] | None:
     """The message a call of a message helper returns, its parameters replaced by the call's arguments."""
-    found = helpers.get(_callee_name(call.func))
+    found = helpers.get(callee_name(call.func))
     if found is None:
         return None
     params, parts = found
@@ -145,8 +145,8 @@ class _Walker:
             )
             self._body(node.body, inner)
         elif isinstance(node, ast.ClassDef):
-            names = [node.name, *(_callee_name(base) for base in node.bases)]
-            is_exception = any(_EXCEPTION_NAME_RE.search(name) for name in names)
+            names = [node.name, *(callee_name(base) for base in node.bases)]
+            is_exception = any(EXCEPTION_NAME_RE.search(name) for name in names)
             inner = _Context(
                 scope=(*ctx.scope, node.name),
                 scope_node=ctx.scope_node,
@@ -185,8 +185,8 @@ class _Walker:
     def _raise(self, node: ast.Raise, ctx: _Context) -> None:
         exc = node.exc
         if isinstance(exc, ast.Call):
-            error_class = _callee_name(exc.func)
-            candidates = list(exc.args) + [kw.value for kw in exc.keywords if kw.arg in _MESSAGE_KEYWORDS]
+            error_class = callee_name(exc.func)
+            candidates = list(exc.args) + [kw.value for kw in exc.keywords if kw.arg in MESSAGE_KEYWORDS]
             if not candidates:
                 self.skipped["without a message"] += 1
                 return
@@ -194,7 +194,7 @@ class _Walker:
             status = _http_status(exc)
             if status is not None and self.findings and self.findings[-1].line == node.lineno:
                 self.findings[-1].kind, self.findings[-1].http_status = "http", status
-        elif isinstance(exc, (ast.Name, ast.Attribute)) and _callee_name(exc)[:1].isupper():
+        elif isinstance(exc, (ast.Name, ast.Attribute)) and callee_name(exc)[:1].isupper():
             self.skipped["without a message"] += 1
 
     def _call(self, node: ast.Call, ctx: _Context) -> None:
@@ -209,7 +209,7 @@ class _Walker:
             if not node.args and not any(kw.arg == "message" for kw in node.keywords):
                 return
             category = node.args[1] if len(node.args) > 1 else _keyword(node, "category")
-            error_class = _callee_name(category) if category is not None else "UserWarning"
+            error_class = callee_name(category) if category is not None else "UserWarning"
             first = node.args[0] if node.args else _keyword(node, "message")
             self._add("warning", error_class, "warning", [first], [], node, ctx)
             return
@@ -218,7 +218,7 @@ class _Walker:
             error_class = f"logging.{'WARNING' if level == 'warning' else level.upper()}"
             self._add("log", error_class, level, [node.args[0]], list(node.args[1:]), node, ctx)
             return
-        if _is_super_init(func) and ctx.exception_class and ctx.function is not None:
+        if is_super_init(func) and ctx.exception_class and ctx.function is not None:
             # The message this exception class builds for itself; its raise sites pass only fields.
             candidates = [arg for arg in node.args if not _is_self(arg, ctx.function)][:1]
             # Passing a parameter through (``super().__init__(detail)``) is no message of its own.
@@ -273,7 +273,7 @@ class _Walker:
                 parts = [self._constants[candidate.id]]
         if parts is None and isinstance(candidate, ast.Call):
             parts = _helper_parts(candidate, self.helpers) or self._constant_format(candidate)
-            inner = next((kw.value for kw in candidate.keywords if kw.arg in _MESSAGE_KEYWORDS), None)
+            inner = next((kw.value for kw in candidate.keywords if kw.arg in MESSAGE_KEYWORDS), None)
             if parts is None and inner is not None and not isinstance(inner, ast.Call):
                 # A message passed inside the data object the exception wraps: the MCP SDK's
                 # ``McpError(ErrorData(code=..., message=f"Timed out while waiting for ..."))``.
@@ -348,13 +348,13 @@ def _http_status(call: ast.Call) -> int | None:
     return None
 
 
-def _callee_name(node: ast.expr) -> str:
+def callee_name(node: ast.expr) -> str:
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
         return node.attr
     if isinstance(node, ast.Call):
-        return _callee_name(node.func)
+        return callee_name(node.func)
     return unparse(node)
 
 
@@ -376,7 +376,7 @@ def _is_name(node: ast.expr, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name
 
 
-def _is_super_init(func: ast.expr) -> bool:
+def is_super_init(func: ast.expr) -> bool:
     """``super().__init__`` or ``SomeBase.__init__``."""
     if not (isinstance(func, ast.Attribute) and func.attr == "__init__"):
         return False

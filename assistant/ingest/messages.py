@@ -28,6 +28,8 @@ class Placeholder:
     """A part of a message only known at run time, written as ``{expr}``."""
 
     expr: str
+    # Printed empty at times (a suffix the code may leave out, ``operation{retry_info}:``): matched by ``(.*?)``.
+    optional: bool = False
 
 
 Part = str | Placeholder
@@ -80,7 +82,7 @@ def message_pattern(parts: Iterable[Part]) -> str:
     out = []
     for part in parts:
         if isinstance(part, Placeholder):
-            out.append("(.+?)")
+            out.append("(.*?)" if part.optional else "(.+?)")
         else:
             pieces = re.split(r"(\s+)", part)
             out.append(
@@ -107,7 +109,7 @@ def merge_parts(parts: Iterable[Part]) -> list[Part]:
         if merged and isinstance(part, str) and isinstance(merged[-1], str):
             merged[-1] += part
         elif merged and isinstance(part, Placeholder) and isinstance(merged[-1], Placeholder):
-            merged[-1] = Placeholder(merged[-1].expr + "}{" + part.expr)
+            merged[-1] = Placeholder(merged[-1].expr + "}{" + part.expr, merged[-1].optional and part.optional)
         else:
             merged.append(part)
     return merged

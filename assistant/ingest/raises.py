@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..errors import ConfigurationError
 from ..knowledge.records import INGESTED_TAG, Record, record_from_dict
+from .class_messages import class_findings, package_classes
 from .extract import Finding, find_in_source, package_helpers
 from .messages import WORD_RE, Part, bounded_message_pattern, literal_text, render_message
 from .output import EXTRACTED_TAG, IngestReport
@@ -301,9 +302,11 @@ def ingest(
             continue
         modules.append((rel, source, tree))
     helpers = package_helpers(tree for _rel, _source, tree in modules)
+    classes = package_classes(tree for _rel, _source, tree in modules)
     for rel, source, tree in modules:
         try:
             findings, skipped = find_in_source(tree, helpers)
+            findings += class_findings(tree, classes, findings)  # messages defined by exception classes
         except RecursionError:
             report.unparsable_files.append(rel)
             continue

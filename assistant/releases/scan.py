@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..ingest.class_messages import class_findings, package_classes
 from ..ingest.extract import find_in_source, package_helpers
 from ..ingest.raises import Origin, make_record
 from ..knowledge.records import record_from_dict
@@ -28,11 +29,12 @@ from .download import sdist_beside
 from .surface import read_surface
 
 # Bump when what a scan finds changes, so cached scans are made again.
-SCAN_VERSION = 10  # 5: bounded message patterns (ingest.messages.bounded_message_pattern); 6: messages
+SCAN_VERSION = 11  # 5: bounded message patterns (ingest.messages.bounded_message_pattern); 6: messages
 # passed inside a data object (ingest.extract); 7: compiled sources from the sdist (.compiled_sdist); 8: bounded
 # members, names and source excerpts, coding cookies (.archive, ingest.source_files); 9: C messages built in a
 # local variable or buffer, Rust Display messages across a crate (ingest.compiled); 10: Rust __str__ and
-# panics, C functions raising their argument, Arrow's Status errors, vendored and test folders skipped
+# panics, C functions raising their argument, Arrow's Status errors, vendored and test folders skipped; 11: messages
+# defined by exception classes (ingest.class_messages: fmt/MSG_TEMPLATE attributes, __str__, __init__ defaults)
 DEFAULT_TAG_FORMAT = "v{version}"
 
 Scan = dict[str, Any]
@@ -133,11 +135,13 @@ def _findings(
     """What ``errata ingest`` finds in these modules (the same extractor and record builder), with each
     finding's enclosing function kept beside its record."""
     helpers = package_helpers(tree for _rel, _source, tree in modules)
+    classes = package_classes(tree for _rel, _source, tree in modules)
     entries: list[dict[str, Any]] = []
     skipped: Counter[str] = Counter()
     for rel, source, tree in modules:
         try:
             findings, why = find_in_source(tree, helpers)
+            findings += class_findings(tree, classes, findings)  # messages defined by exception classes
         except RecursionError:
             continue
         skipped.update(why)
