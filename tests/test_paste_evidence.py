@@ -271,3 +271,22 @@ def test_a_short_template_with_a_word_few_messages_have_is_its_librarys_own():
     positions = np.array([0, 1], dtype=np.int64)
     assert distinctive_templates(records, _Signals(99_000, counts), positions).tolist() == [0]
     assert distinctive_templates(records, _Signals(60, counts), positions).tolist() == []
+
+
+def test_a_paragraph_a_colon_introduces_is_the_message_quoted():
+    question = parse_query(
+        "Trying disk_offload(model=model, offload_dir='alpha') on a CPU laptop. I get:\n\n"
+        "You are trying to offload the whole model to the disk. Please use the `disk_offload` function instead.\n\n"
+        "But I am calling disk_offload already?"
+    )
+    assert question.kind == "question"
+    assert question.message == (
+        "You are trying to offload the whole model to the disk. Please use the `disk_offload` function instead."
+    )
+    # Without the colon the paragraph is the asker's own words, and a question after a colon stays one.
+    told = parse_query(
+        "I tried disk offload on a laptop.\n\nIt crashed after a while and then nothing happened at all."
+    )
+    assert told.message is None
+    asked = parse_query("My setup:\n\nWhy does disk offload need a folder when the model fits in memory?")
+    assert asked.message is None

@@ -78,7 +78,22 @@ def message_paragraph(lines: list[str]) -> str | None:
         alone = (i == 0 or not lines[i - 1].strip()) and (i + 1 == len(lines) or not lines[i + 1].strip())
         if stripped and alone and looks_like_message(stripped) and _MESSAGE_MARK_RE.search(stripped):
             return stripped
+        if stripped and alone and _introduced(lines, i) and _quoted_sentence(stripped):
+            return stripped
     return None
+
+
+def _introduced(lines: list[str], i: int) -> bool:
+    """Whether the paragraph at ``i`` follows a line that ends with a colon ("... and it keeps saying:")."""
+    before = [line.strip() for line in lines[max(0, i - 3) : i] if line.strip()]
+    return bool(before) and before[-1].endswith(":")
+
+
+def _quoted_sentence(text: str) -> bool:
+    """A line a colon introduced reads as the message quoted, not the question: one line, no question,
+    not longer than a message (``You are trying to offload the whole model to the disk. Please use the
+    `disk_offload` function instead.``, seventeen words and no quote)."""
+    return len(text) < 400 and not text.endswith("?") and not QUESTION_START_RE.match(text) and len(text.split()) <= 60
 
 
 def raised_message(text: str) -> tuple[str | None, str | None, str] | None:
