@@ -290,3 +290,11 @@ def test_a_paragraph_a_colon_introduces_is_the_message_quoted():
     assert told.message is None
     asked = parse_query("My setup:\n\nWhy does disk offload need a folder when the model fits in memory?")
     assert asked.message is None
+
+
+def test_a_compilers_fatal_error_set_apart_in_a_question_is_its_message():
+    query = parse_query(
+        "pip install of a package with a C extension inside a slim Docker image stops at\n\n"
+        "fatal error: Python.h: No such file or directory\n\nWhat do I need to install?"
+    )
+    assert query.message == "fatal error: Python.h: No such file or directory"

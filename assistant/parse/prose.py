@@ -34,9 +34,10 @@ _RAISED_MESSAGE_RE = re.compile(
     r"returns|returned|returning|get|got|getting)\s+(?:an?\s+|the\s+)?(?:error\s+|message\s+)?"
     r"(?P<q>[\"`'])(?P<msg>[^\n]{8,300}?)(?P=q)(?!\w)"
 )
-# What marks a line as an error message rather than a title: a quoted name, ``... Error: ...``, or a class
-# named in a whole sentence (``Adapter ChatAdapter failed to parse the LM response.``).
-_MESSAGE_MARK_RE = re.compile(r"'[^'\s]+'|\"[^\"\s]+\"|Error: |^.*\b[A-Z][a-z]+[A-Z]\w*\b.*\w\.$")
+# What marks a line as an error message rather than a title: a quoted name, ``... Error: ...`` (a compiler's
+# ``fatal error: ...`` too), or a class named in a whole sentence (``Adapter ChatAdapter failed to parse the LM
+# response.``).
+_MESSAGE_MARK_RE = re.compile(r"'[^'\s]+'|\"[^\"\s]+\"|[Ee]rror: |^.*\b[A-Z][a-z]+[A-Z]\w*\b.*\w\.$")
 _CLAUSE_AFTER_RE = re.compile(r"^s?\s+(?:that|saying|telling me)\s+(?P<msg>[^\n.?!]*'[^'\n]+'[^\n.?!]*)")
 # Where one sentence ends and the next begins, inside a line.
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[\"'`(\[]?[A-Z])")
