@@ -138,3 +138,10 @@ def test_a_packages_python_raise_does_not_answer_an_error_raised_on_the_users_ow
         ' line 120, in range\n    raise TypeError(msg)\n',
     )
     assert assistant.search(in_torch)[0].record.id == POLYFILL["id"]
+    # Another package's line innermost, raising nothing itself (a compiled call raised there): not torch's raise.
+    in_other = IN_MY_LOOP.replace(
+        "    for i in range(n / 2):\n",
+        '    for i in range(n / 2):\n  File "/usr/lib/python3.11/site-packages/gridlib/cells.py", line 8, in cells\n'
+        "    return list(range(count))\n",
+    )
+    assert POLYFILL["id"] not in [h.record.id for h in assistant.search(in_other)]

@@ -14,7 +14,7 @@ from assistant.parse.query import parse_query
 from assistant.retrieval.features import FEATURES
 from assistant.retrieval.http_status import with_status_phrases
 from assistant.retrieval.mentions import ClassOwners
-from assistant.retrieval.ownership import distinctive_templates
+from assistant.retrieval.ownership import distinctive_templates, raising_package
 from assistant.retrieval.partial_messages import head_share, matching_alone, pattern_messages
 from assistant.settings import BUNDLED_KB_DIR
 from assistant.storage.postings import Postings
@@ -298,3 +298,23 @@ def test_a_compilers_fatal_error_set_apart_in_a_question_is_its_message():
         "fatal error: Python.h: No such file or directory\n\nWhat do I need to install?"
     )
     assert query.message == "fatal error: Python.h: No such file or directory"
+
+
+def test_a_packages_line_raising_nothing_names_where_the_error_came_from():
+    """transformers' ``seq_length = input_ids.size(1)`` innermost: torch's C++ raised there, so no other
+    package's Python ``raise`` (torch's ``_refs`` reimplementation worded alike) can be the cause."""
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/me/embed.py", line 3, in <module>\n'
+        "    model.encode(sentences)\n"
+        '  File "/usr/lib/python3.11/site-packages/transformers/modeling_distilbert.py", line 108, in forward\n'
+        "    seq_length = input_ids.size(1)\n"
+        "IndexError: Dimension out of range (expected to be in range of [-1, 0], but got 1)"
+    )
+    assert raising_package(parse_query(paste)) == "transformers"
+    raising = paste.replace("    seq_length = input_ids.size(1)\n", "    raise IndexError(msg)\n")
+    assert raising_package(parse_query(raising)) is None  # the package raised it itself
+    users_line = paste.replace("/usr/lib/python3.11/site-packages/transformers", "/home/me")
+    assert raising_package(parse_query(users_line)) is None  # the user's line: raised_on_the_users_line's case
+    elided = paste.replace("    seq_length = input_ids.size(1)\n", "    seq_length = input_ids.size(1)\n    ...\n")
+    assert raising_package(parse_query(elided)) is None  # frames left out: the innermost shown may not be it

@@ -73,6 +73,25 @@ def raised_on_the_users_line(query: Query) -> bool:
     return not last.in_library and not (last.code or "").lstrip().startswith("raise")
 
 
+# Frames left out of a pasted traceback (``...`` on a line of its own, also inside an exception group's ``|``):
+# the innermost frame shown may not be the innermost.
+_ELIDED_RE = re.compile(r"^[\s|]*(?:\.\.\.|\u2026)\s*$", re.MULTILINE)
+
+
+def raising_package(query: Query) -> str | None:
+    """The installed package whose line is the innermost frame of a whole traceback, shown with its code and
+    raising nothing itself (transformers' ``seq_length = input_ids.size(1)``): Python or a compiled extension
+    raised the error there (torch's C++ ``Dimension out of range``), not another package's Python code, whose
+    own frame would be innermost. Not where the paste left frames out."""
+    if not query.frames or query.truncated or _ELIDED_RE.search(query.text):
+        return None
+    last = query.frames[-1]
+    found = SITE_PACKAGES_RE.search(last.file.replace("\\", "/"))
+    code = (last.code or "").lstrip()
+    # ``yield``: an exception thrown into a generator passes through its frame, raised elsewhere.
+    return found["lib"] if found and code and not code.startswith(("raise", "assert", "yield")) else None
+
+
 def _renderings(record: Record) -> list[str]:
     """The record's message with its placeholders filled as a name, a quoted name and a number, bare and
     after ``Class: ``."""
@@ -162,23 +181,28 @@ class PythonOwnership:
             # wording matches (a compiled extension raises in the user's frame: ``TypeError:
             # TextInputSequence must be str`` is tokenizers'), never another library's of the same class.
             matched = difference(union(found.on_message, found.on_text), twins)
-            if raised_on_the_users_line(query):
-                matched = difference(matched, self._python_raises(matched, found.known))
             allowed = union(self.python, matched)
-            return (allowed if found.known is None else union(allowed, found.known)), True
+            allowed = allowed if found.known is None else union(allowed, found.known)
+            if raised_on_the_users_line(query):
+                allowed = difference(allowed, self._python_raises(matched, found.known))
+            elif package := raising_package(query):  # another package's Python raise, in play or not
+                allowed = difference(
+                    allowed, self._python_raises(union(found.on_message, found.on_text), None, package)
+                )
+            return allowed, True
         return twins, False
 
-    def _python_raises(self, positions: np.ndarray, known: np.ndarray | None) -> np.ndarray:
+    def _python_raises(self, positions: np.ndarray, known: np.ndarray | None, but: str | None = None) -> np.ndarray:
         """Of ``positions``, the release-built records of a ``raise`` in a package's Python code, of packages
         not in play (``known``): such a raise shows the package's frame, so a traceback whose innermost
         frame is the user's own line cannot be it (torch's polyfill of ``range`` raises Python's own
-        ``'float' object cannot be interpreted as an integer``)."""
+        ``'float' object cannot be interpreted as an integer``). ``but``: a package whose raises are kept."""
         if not len(positions) or not len(self.signals.ingested):
             return NONE
         candidates = intersection(positions, self.signals.ingested)
         if known is not None:
             candidates = difference(candidates, known)
-        keep = [p for p in candidates.tolist() if self.records[p].file_path.endswith(".py")]
+        keep = [p for p in candidates.tolist() if _raised_in_python(self.records[p].file_path, but)]
         return np.asarray(keep, dtype=np.int64)
 
     def _wording_twins(self, cls: str) -> np.ndarray:
@@ -288,3 +312,8 @@ def generic_elsewhere(generic_ingested: np.ndarray, found: Found) -> np.ndarray:
     if found.known is not None:
         generic = np.setdiff1d(generic, found.known, assume_unique=True)
     return np.setdiff1d(generic, found.distinctive, assume_unique=True)
+
+
+def _raised_in_python(path: str, but: str | None) -> bool:
+    """A ``.py`` file, not of the package ``but`` (its first folders: ``torch/_refs/...``, ``src/torch/...``)."""
+    return path.endswith(".py") and not (but and but in path.replace("\\", "/").split("/")[:2])
