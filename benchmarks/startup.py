@@ -6,12 +6,20 @@ Side by side in one run, medians over alternating pairs (the machine is shared: 
 
 - a cold ``errata ask`` against a built index, and ``python -c "import sentence_transformers"`` (what each
   ask cost when queries were encoded by torch): wall seconds, their ratio, the ask's peak RSS;
-- ``python app.py`` until its port answers HTTP (the starting page, 503) and until the chat itself
-  answers (200), and ``errata slack --http`` until it listens (a local
+- ``python app.py`` until its port answers HTTP (the starting page, 503), until the chat answers a paste
+  (:func:`answers_paste`: gradio's REST API of the chat, ``/gradio_api/call/chat``, as a script or curl
+  calls it; the starting page answers it once the knowledge base is loaded, gradio once it is up) and until
+  the chat's page itself answers (200), and ``errata slack --http`` until it listens (a local
   stand-in for Slack's Web API answers the bot's ``auth.test``), both with the index built;
 - the first build of the bundled knowledge base from nothing (empty index folder and an empty export
   cache, so the ONNX export is made too), then a rebuild with nothing changed;
 - with ``--eval``: ``errata eval`` on that set (Hit@1, abstention, warm retrieval p50/p95).
+
+``--index DIR`` measures against an index already built there (no first build); ``--web-only`` measures
+the web chat's warm start alone; ``--baseline DIR`` measures another checkout's ``app.py`` too, alternately
+with this one, each with its own index (built first), for a before/after in one run:
+
+    python benchmarks/startup.py --web-only --pairs 7 --baseline /tmp/errata-before
 
 Not a timed test: figures go to stdout as a table, and as JSON with ``--json``.
 """
@@ -110,6 +118,60 @@ def answers_http(url: str, *, any_status: bool = False):
     return check
 
 
+def answers_paste(url: str, paste: str = PASTE, expect: str = "Agent interrupted"):
+    """Whether the chat answers ``paste`` in full: gradio's REST protocol for the chat's ``/chat`` endpoint
+    (POST the inputs, then read the event stream until ``complete``), the answer naming ``expect``."""
+
+    def check() -> bool:
+        body = json.dumps({"data": [paste, [], 3, None]}).encode()
+        post = urllib.request.Request(f"{url}gradio_api/call/chat", body, {"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(post, timeout=2) as response:
+                event_id = json.loads(response.read())["event_id"]
+            with urllib.request.urlopen(f"{url}gradio_api/call/chat/{event_id}", timeout=60) as response:
+                last = response.read().decode().strip().rsplit("\n\n", 1)[-1]
+        except (OSError, ValueError, KeyError):  # refused, 503 from the starting page, ...
+            return False
+        event, _, data = last.partition("\n")
+        if event != "event: complete":
+            return False
+        chat = json.loads(data.removeprefix("data: "))[1]
+        return chat[-1]["role"] == "assistant" and expect in chat[-1]["content"][0]["text"]
+
+    return check
+
+
+def web_start(root: Path, index: Path) -> list[float]:
+    """Seconds until ``root``'s ``python app.py`` answers HTTP, answers a paste, serves the chat's page."""
+    port = free_port()
+    app = [sys.executable, str(root / "app.py"), "--index", str(index), "--port", str(port)]
+    url = f"http://127.0.0.1:{port}/"
+    checks = [answers_http(url, any_status=True), answers_paste(url), answers_http(url)]
+    return milestones(app, checks, PYTHONPATH=str(root))
+
+
+def web_only(args: argparse.Namespace, work: Path) -> dict[str, float]:
+    """The web chat's warm start, alternately with ``--baseline``'s where given (each its own index)."""
+    roots = {"": ROOT, **({"baseline_": args.baseline.resolve()} if args.baseline else {})}
+    indexes = {}
+    for prefix, root in roots.items():
+        indexes[prefix] = args.index if args.index and not prefix else work / f"{prefix}index"
+        if not (args.index and not prefix):
+            build = errata("build", "--index", str(indexes[prefix]))
+            subprocess.run(
+                build, env=env(PYTHONPATH=str(root)), cwd=root, check=True, capture_output=True
+            )  # root's own
+    runs: dict[str, list[list[float]]] = {prefix: [] for prefix in roots}
+    for _ in range(args.pairs):
+        for prefix, root in roots.items():
+            runs[prefix].append(web_start(root, indexes[prefix]))
+    results = {}
+    for prefix, measured in runs.items():
+        for i, name in enumerate(("web_answers_s", "web_paste_s", "web_ready_s")):
+            results[prefix + name] = statistics.median(run[i] for run in measured)
+    return results
+
+
 def listens(port: int):
     def check() -> bool:
         try:
@@ -130,18 +192,31 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=5, help="alternating pairs per comparison (default 5)")
     parser.add_argument("--eval", type=Path, help="also run errata eval on this query set")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--index", type=Path, help="an index built already: no first build is measured")
+    parser.add_argument("--web-only", action="store_true", help="only the web chat's warm start")
+    parser.add_argument("--baseline", type=Path, help="another checkout whose web chat is measured alternately")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="errata-startup-"))
-    index = work / "index"
+    index = args.index or work / "index"
     cache = work / "cache"  # XDG_CACHE_HOME: the ONNX export cache starts empty
     results: dict[str, float] = {}
+    if args.web_only:
+        try:
+            results = web_only(args, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        print(json.dumps(results, indent=1))
+        return
     try:
         # 1. First build from nothing, then a rebuild with nothing changed.
-        results["first_build_s"], results["first_build_rss_mb"] = run(
-            errata("build", "--index", str(index)), XDG_CACHE_HOME=str(cache)
-        )
-        results["first_build_rss_mb"] /= 1024
-        results["no_change_build_s"], _ = run(errata("build", "--index", str(index)), XDG_CACHE_HOME=str(cache))
+        if args.index:
+            results["first_build_s"] = results["first_build_rss_mb"] = results["no_change_build_s"] = float("nan")
+        else:
+            results["first_build_s"], results["first_build_rss_mb"] = run(
+                errata("build", "--index", str(index)), XDG_CACHE_HOME=str(cache)
+            )
+            results["first_build_rss_mb"] /= 1024
+            results["no_change_build_s"], _ = run(errata("build", "--index", str(index)), XDG_CACHE_HOME=str(cache))
 
         # 2. Cold ask against torch's import, alternating.
         asks, imports, rss = [], [], []
@@ -167,17 +242,15 @@ def main() -> None:
                 "ERRATA_FEEDBACK_DB": str(work / "feedback.sqlite3"),
             }
             for _ in range(args.pairs):
-                port = free_port()
-                app = [sys.executable, str(ROOT / "app.py"), "--index", str(index), "--port", str(port)]
-                url = f"http://127.0.0.1:{port}/"
-                web.append(milestones(app, [answers_http(url, any_status=True), answers_http(url)]))
+                web.append(web_start(ROOT, index))
                 port = free_port()
                 bot = errata("slack", "--http", "--port", str(port), "--index", str(index))
                 slack.append(until_ready(bot, listens(port), **slack_env))
         finally:
             fake.close()
-        results["web_answers_s"] = statistics.median(first for first, _ in web)
-        results["web_ready_s"] = statistics.median(ready for _, ready in web)
+        results["web_answers_s"] = statistics.median(first for first, _, _ in web)
+        results["web_paste_s"] = statistics.median(paste for _, paste, _ in web)
+        results["web_ready_s"] = statistics.median(ready for _, _, ready in web)
         results["slack_ready_s"] = statistics.median(slack)
 
         # 4. Retrieval quality and warm latency.
@@ -202,6 +275,7 @@ def main() -> None:
         ("ratio ask / import", f"{results['ask_ratio']:.2f}", "≤ 0.20"),
         ("errata ask peak RSS", f"{results['ask_rss_mb']:.0f} MB", "≤ 250 MB"),
         ("python app.py until it answers HTTP", f"{results['web_answers_s']:.2f} s", "≤ 3 s"),
+        ("python app.py until the chat answers a paste", f"{results['web_paste_s']:.2f} s", "≤ 2 s"),
         ("python app.py until the chat page itself", f"{results['web_ready_s']:.2f} s", ""),
         ("errata slack --http until it listens", f"{results['slack_ready_s']:.2f} s", "≤ 3 s"),
         ("first build from nothing (export included)", f"{results['first_build_s']:.1f} s", "≤ 30 s"),

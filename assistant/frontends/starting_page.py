@@ -3,7 +3,8 @@
 Why: importing gradio alone takes ~4 s on a 2-core machine, and a first build of the index tens of
 seconds. A browser opened at once would meet "connection refused"; this page answers at once instead
 (HTTP 503 with ``Retry-After``, so no client mistakes it for the chat), says what errata is doing, and
-reloads itself until the chat takes the port over.
+reloads itself until the chat takes the port over. From the moment the knowledge base is loaded it also
+answers the chat's API (:attr:`StartingPage.api`, ``web_early.py``), so a paste sent then is not refused.
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ import socket
 import struct
 import sys
 import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from .ports import cannot_serve
 
 HANDLER_TIMEOUT = 5.0  # seconds a request may take to arrive
+MAX_BODY = 16 * 1024 * 1024  # bytes of a request to the API (a paste is cut far below this)
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="1">
 <meta name="viewport" content="width=device-width, initial-scale=1"><title>errata is starting</title>
@@ -27,20 +31,66 @@ PAGE = """<!doctype html>
 """
 
 
+@dataclass(frozen=True)
+class Reply:
+    """An answer of :attr:`StartingPage.api`: its status, type and body (written chunk by chunk, as made)."""
+
+    status: int
+    content_type: str
+    chunks: Iterable[bytes]
+
+
+# (method, path, body) -> the reply, or None where the starting page answers.
+Api = Callable[[str, str, bytes], "Reply | None"]
+
+
 class StartingPage:
     """Serves :data:`PAGE` on ``host:port`` from a daemon thread until :meth:`close`.
 
-    ``status`` (what errata is doing now) may be changed at any time; each reload shows the latest.
+    ``status`` (what errata is doing now) may be changed at any time; each reload shows the latest. ``api``,
+    once set, is asked first about every GET and POST; what it does not answer gets the page.
     """
 
     def __init__(self, host: str, port: int, status: str = "Loading the knowledge base…"):
         self.status = status
+        self.api: Api | None = None
         page = self
 
         class Handler(BaseHTTPRequestHandler):
             timeout = HANDLER_TIMEOUT  # a client that connects and sends nothing cannot hold close() up
+            answered_api = False
 
             def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+                if not self._api("GET", b""):
+                    self._page()
+
+            def do_HEAD(self) -> None:  # noqa: N802
+                self._page()
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = self.headers.get("Content-Length") or "0"
+                if not length.isdigit() or int(length) > MAX_BODY:
+                    self.send_error(413 if length.isdigit() else 411)
+                    return
+                if not self._api("POST", self.rfile.read(int(length))):
+                    self._page()
+
+            def _api(self, method: str, body: bytes) -> bool:
+                reply = page.api(method, self.path, body) if page.api else None
+                if reply is None:
+                    return False
+                self.answered_api = True  # closed as usual in finish(): a reset could cut the reply short
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.content_type)
+                self.send_header("Cache-Control", "no-store")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                for chunk in reply.chunks:  # an answer streams as it is drafted
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+                return True
+
+            def _page(self) -> None:
                 body = PAGE.format(status=html.escape(page.status)).encode()
                 self.send_response(503)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -49,12 +99,13 @@ class StartingPage:
                 self.send_header("Content-Length", str(len(body)))
                 self.send_header("Connection", "close")
                 self.end_headers()
-                self.wfile.write(body)
-
-            do_HEAD = do_GET  # noqa: N815
+                if self.command != "HEAD":
+                    self.wfile.write(body)
 
             def finish(self) -> None:
                 super().finish()
+                if self.answered_api:
+                    return
                 # Reset rather than linger: no TIME_WAIT left on the port the chat binds next.
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 

@@ -19,18 +19,18 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr  # noqa: E402
 
 from ..answering.answer import Answer  # noqa: E402
-from ..answering.sanitize import ShownMarkdown  # noqa: E402
-from ..api import OFFLINE as API_OFFLINE  # noqa: E402
 from ..api import Assistant  # noqa: E402
-from ..errors import ErrataError  # noqa: E402
 from ..settings import Settings  # noqa: E402
 from .feedback import FeedbackError, FeedbackStore  # noqa: E402
 from .ports import cannot_serve  # noqa: E402
-from .web_render import MAX_SOURCES, answer_markdown, citations_json, sources_html, user_markdown  # noqa: E402
+from .web_render import MAX_SOURCES, citations_json, sources_html  # noqa: E402
+from .web_render import answer_markdown as answer_markdown  # noqa: E402 - rendering, as the tests name it
+from .web_render import user_markdown as user_markdown  # noqa: E402
+from .web_steps import OFFLINE as OFFLINE  # noqa: E402 - the menu's offline choice, as the tests name it
+from .web_steps import ChatStopped, chat_models, chat_steps, model_for  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
-OFFLINE = "offline (from the records, no LLM)"
 VOTE_FAILED = "Sorry, your feedback could not be saved right now (the feedback store is unavailable)."
 
 EXAMPLES = [
@@ -138,52 +138,39 @@ class WebChat:
         self.assistant = assistant
         self.settings = assistant.settings
         self.feedback = feedback or FeedbackStore(self.settings.feedback_db)
-        configured = [m for m in (self.settings.model, *self.settings.fallback_models) if m]
-        # The model menu: the configured models, plus answers composed offline from the records.
-        self.models = [*dict.fromkeys(configured), OFFLINE] if configured else []
+        self.models = chat_models(self.settings)  # the model menu
 
     @property
     def model_choice_enabled(self) -> bool:
         return bool(self.models)
 
     def stream(self, text: str, k: int | None = None, model: str | None = None) -> Iterator[str | Answer]:
-        """The one Assistant answers for every model in the menu; a model other than the configured one
-        is called like a fallback (on its provider's own endpoint)."""
-        chosen = API_OFFLINE if model == OFFLINE else (model if model in self.models else None)
-        return self.assistant.ask_stream(text, k, model=chosen)
+        """The one Assistant answers for every model in the menu (:func:`~.web_steps.model_for`)."""
+        return self.assistant.ask_stream(text, k, model=model_for(model, self.models))
 
     def respond(
         self, text: str, history: list[dict[str, Any]], state: ChatState, k: float, model: str | None
     ) -> Iterator[tuple[Any, ...]]:
         """Stream one answer into the chat; yields (textbox, chat, sources, state, feedback box)."""
-        history = list(history or [])
         state = state or ChatState()
-        if not (text or "").strip():
-            gr.Warning("Paste a traceback, an error line or a question first.")
-            yield gr.update(), history, gr.update(), state, gr.update()
-            return
-        history.append({"role": "user", "content": user_markdown(text)})
-        yield "", history, sources_html(None, pending=True), state, gr.update(visible=False)
-        history.append({"role": "assistant", "content": ""})
-        drafted = ""
-        shown = ShownMarkdown()  # the whole draft so far is sanitized at each piece, never a piece alone
-        answer: Answer | None = None
+        threshold = self.settings.confidence_threshold  # the bar of the Assistant that answers
+        steps = chat_steps(lambda: self.stream(text, int(k) if k else None, model), threshold, text, history)
         try:
-            for item in self.stream(text, int(k) if k else None, model):
-                if isinstance(item, Answer):
-                    answer = item
-                elif item:
-                    drafted += item
-                    history[-1] = {"role": "assistant", "content": shown.show(drafted)}
-                    yield gr.update(), history, gr.update(), state, gr.update()
-        except ErrataError as exc:  # shown as a notice in the page; the message says what to do
+            for step in steps:
+                if step.warning:
+                    gr.Warning(step.warning)
+                if step.answer is not None:
+                    turn = Turn(text, step.answer.text, [c.record_id for c in step.answer.citations])
+                    state.turns[len(step.history) - 1] = turn
+                yield (
+                    gr.update() if step.textbox is None else step.textbox,
+                    step.history,
+                    gr.update() if step.sources is None else step.sources,
+                    state,
+                    gr.update(visible=False) if step.hide_comment else gr.update(),
+                )
+        except ChatStopped as exc:  # shown as a notice in the page; the message says what to do
             raise gr.Error(str(exc)) from exc
-        if answer is None:  # an Assistant must end with an Answer; say so rather than hang the page
-            raise gr.Error("errata stopped before finishing the answer; try again.")
-        threshold = self.settings.confidence_threshold  # the bar of the Assistant that answered
-        history[-1] = {"role": "assistant", "content": answer_markdown(answer, threshold)}
-        state.turns[len(history) - 1] = Turn(text, answer.text, [c.record_id for c in answer.citations])
-        yield gr.update(), history, sources_html(answer, threshold=threshold), state, gr.update()
 
     def vote(self, state: ChatState, data: gr.LikeData) -> tuple[ChatState, Any, str]:
         """Thumbs up or down on an answer: store (or change, or take back) the vote; offer a comment box."""
