@@ -25,7 +25,7 @@ from .features import Found
 from .matching import PatternMatcher, compile_pattern
 from .patterns import required_words, text_words
 from .signals import SignalIndex, is_generic_message, message_words
-from .sorted_sets import contains, difference, intersection, union
+from .sorted_sets import difference, intersection, union
 
 PYTHON_REPO = "python/cpython"
 
@@ -116,18 +116,17 @@ class PythonOwnership:
         self._python_records = python_records
         self._compiled: dict[str, list[tuple[Record, Any, list[str] | None]]] | None = None  # see _patterns
         self._twins: dict[str, np.ndarray] = {}  # error class -> library records worded as Python words it
-        self._generic: tuple[np.ndarray, np.ndarray] | None = None  # see _generic_curated
 
-    def _generic_curated(self) -> tuple[np.ndarray, np.ndarray]:
-        """The libraries' curated records whose message is a generic template (see signals.is_generic_message),
-        as ascending positions, and their classes. Found on first use (a few thousand curated records)."""
-        if self._generic is None:
-            curated = np.setdiff1d(np.arange(len(self.records)), union(self.signals.ingested, self.python))
-            records = [(p, self.records[p]) for p in curated.tolist()]
-            kept = [(p, r.error_class) for p, r in records if is_generic_message(r.error_message)]
-            positions = np.asarray([p for p, _ in kept], dtype=np.int64)
-            self._generic = (positions, np.array([c for _, c in kept], dtype=object))
-        return self._generic
+    def _generic_curated(self, positions: np.ndarray, cls: str) -> np.ndarray:
+        """Of ``positions`` (those a pattern found), the libraries' curated records of a class other than ``cls``
+        whose message is a generic template (see signals.is_generic_message). Ascending."""
+        curated = difference(difference(positions, self.signals.ingested), self.python)
+        kept = [
+            p
+            for p in curated.tolist()
+            if self.records[p].error_class != cls and is_generic_message(self.records[p].error_message)
+        ]
+        return np.asarray(kept, dtype=np.int64)
 
     @property
     def _patterns(self) -> dict[str, list[tuple[Record, Any, list[str] | None]]]:
@@ -161,9 +160,9 @@ class PythonOwnership:
             others = self.python[self._class_of != query.exception_class]
             if found.known is None:
                 return others, False
-            generic, classes = self._generic_curated()
-            elsewhere = generic[(classes != query.exception_class) & ~contains(found.known, generic)]
-            return union(others, elsewhere), False
+            # Only those a pattern found can rank: the rest are not read.
+            found_here = difference(union(found.on_message, found.on_text), found.known)
+            return union(others, self._generic_curated(found_here, query.exception_class)), False
         twins = self._wording_twins(query.exception_class or "")
         if raised_by_a_package(query):
             # A package raised a built-in class with its own message: not Python's records, nor another
