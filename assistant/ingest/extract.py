@@ -4,10 +4,10 @@ A message is kept as parts, literal text and ``{expr}`` placeholders, whether th
 literal, an f-string, a ``%`` or ``.format`` string (also on a module-level constant), a local variable
 assigned one of those, or a call of a module-level helper that only returns one. :func:`find_in_source`
 gives a :class:`Finding` per usable raise, ``assert`` with a message, ``warnings.warn``,
-``logger.error|warning`` and pytest ``fail(...)`` call, and per exception class whose ``__init__`` builds
-its own message (``super().__init__(f"Adapter {name} failed ...")``: the ``raise`` sites pass only
-fields), with the function and guards around it; ``raises`` turns findings into records; ``messages``
-holds the message parts.
+``logger.error|warning`` (also under other names: ``call_forms``) and pytest ``fail(...)`` call, and per
+exception class whose ``__init__`` builds its own message (``super().__init__(f"Adapter {name} failed
+...")``: the ``raise`` sites pass only fields), with the function and guards around it; ``raises`` turns
+findings into records; ``messages`` holds the message parts.
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .call_forms import call_forms
 from .messages import Part, Placeholder, is_retrievable, merge_parts, message_parts, unparse
-from .module_facts import imports_pytest_fail, imports_warn, string_constants
+from .module_facts import imports_pytest_fail, string_constants
 
-_LOG_LEVELS = {"error": "error", "exception": "error", "critical": "critical", "warning": "warning", "warn": "warning"}
-_LOGGER_NAME_RE = re.compile(r"(?:^|_)(?:log|logger)$", re.IGNORECASE)
 MESSAGE_KEYWORDS = ("message", "msg", "detail")
 # A lowercase identifier passed before the message: an error code ("may_not_set_field"), see _is_code.
 _CODE_RE = re.compile(r"[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)+")
@@ -124,7 +123,8 @@ class _Walker:
         self.findings: list[Finding] = []
         self.skipped: Counter[str] = Counter()
         self._assignments: dict[int, dict[str, list[tuple[int, ast.expr]]]] = {}
-        self._warn_names = {"warn"} if imports_warn(tree) else set()
+        # The names it warns and logs through: ``warnings.warn``, ``logger.error`` and their aliases.
+        self._forms = call_forms(tree)
         self._fail_names = {"fail"} if imports_pytest_fail(tree) else set()
         self._constants = string_constants(tree)
 
@@ -199,13 +199,7 @@ class _Walker:
 
     def _call(self, node: ast.Call, ctx: _Context) -> None:
         func = node.func
-        is_warn = (
-            isinstance(func, ast.Attribute)
-            and func.attr == "warn"
-            and isinstance(func.value, ast.Name)
-            and func.value.id == "warnings"
-        ) or (isinstance(func, ast.Name) and func.id in self._warn_names)
-        if is_warn:
+        if self._forms.is_warn(func):
             if not node.args and not any(kw.arg == "message" for kw in node.keywords):
                 return
             category = node.args[1] if len(node.args) > 1 else _keyword(node, "category")
@@ -213,8 +207,8 @@ class _Walker:
             first = node.args[0] if node.args else _keyword(node, "message")
             self._add("warning", error_class, "warning", [first], [], node, ctx)
             return
-        if isinstance(func, ast.Attribute) and func.attr in _LOG_LEVELS and _is_logger(func.value) and node.args:
-            level = _LOG_LEVELS[func.attr]
+        level = self._forms.call_level(func)
+        if level is not None and node.args:
             error_class = f"logging.{'WARNING' if level == 'warning' else level.upper()}"
             self._add("log", error_class, level, [node.args[0]], list(node.args[1:]), node, ctx)
             return
@@ -270,7 +264,8 @@ class _Walker:
         if parts is None and isinstance(candidate, ast.Name):
             parts = self._resolve(candidate.id, line, ctx)
             if parts is None and candidate.id in self._constants:
-                parts = [self._constants[candidate.id]]
+                # ``error(CONNECTION_ERROR, uri, exc)``: logging fills the constant's ``%s`` with the arguments.
+                parts = message_parts(ast.Constant(self._constants[candidate.id]), extra_args)
         if parts is None and isinstance(candidate, ast.Call):
             parts = _helper_parts(candidate, self.helpers) or self._constant_format(candidate)
             inner = next((kw.value for kw in candidate.keywords if kw.arg in MESSAGE_KEYWORDS), None)
@@ -360,11 +355,6 @@ def callee_name(node: ast.expr) -> str:
 
 def _keyword(node: ast.Call, name: str) -> ast.expr | None:
     return next((kw.value for kw in node.keywords if kw.arg == name), None)
-
-
-def _is_logger(node: ast.expr) -> bool:
-    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
-    return name == "logging" or bool(_LOGGER_NAME_RE.search(name))
 
 
 def _is_code(parts: list[Part]) -> bool:

@@ -71,9 +71,10 @@ def message_pattern(parts: Iterable[Part]) -> str:
     message, prefix it or join its wrapped lines. Whitespace runs match any whitespace for the same reason.
     """
     parts = merge_parts(parts)
-    while parts and isinstance(parts[0], Placeholder):
+    # Whitespace is no text to start or end on: celery's ``"...: %s.\n%s\n"`` ends on the ``.`` before them.
+    while parts and (isinstance(parts[0], Placeholder) or not parts[0].strip()):
         parts.pop(0)
-    while parts and isinstance(parts[-1], Placeholder):
+    while parts and (isinstance(parts[-1], Placeholder) or not parts[-1].strip()):
         parts.pop()
     if not parts:
         return ""

@@ -1,5 +1,5 @@
 """What a module's top level says that changes how its calls are read: message templates kept in constants,
-and whether a bare ``warn(...)`` or ``fail(...)`` is ``warnings.warn`` or pytest's ``fail``."""
+and whether a bare ``fail(...)`` is pytest's ``fail`` (``call_forms``: which calls warn or log)."""
 
 from __future__ import annotations
 
@@ -28,16 +28,4 @@ def imports_pytest_fail(tree: ast.Module) -> bool:
         and node.module in {"_pytest.outcomes", "pytest"}
         and any(a.name == "fail" and a.asname is None for a in node.names)
         for node in tree.body
-    )
-
-
-def imports_warn(tree: ast.Module) -> bool:
-    """``from warnings import warn`` at module level (also under a top-level ``if`` or ``try``)."""
-    statements = list(tree.body)
-    for node in tree.body:
-        if isinstance(node, (ast.If, ast.Try)):
-            statements += node.body
-    return any(
-        isinstance(node, ast.ImportFrom) and node.module == "warnings" and any(a.name == "warn" for a in node.names)
-        for node in statements
     )
