@@ -318,3 +318,16 @@ def test_a_packages_line_raising_nothing_names_where_the_error_came_from():
     assert raising_package(parse_query(users_line)) is None  # the user's line: raised_on_the_users_line's case
     elided = paste.replace("    seq_length = input_ids.size(1)\n", "    seq_length = input_ids.size(1)\n    ...\n")
     assert raising_package(parse_query(elided)) is None  # frames left out: the innermost shown may not be it
+
+
+def test_a_celery_log_line_is_read_past_its_process_name():
+    query = parse_query(
+        "[2024-04-15 10:00:00,123: ERROR/MainProcess] consumer: Cannot connect to redis://localhost:6379/0: "
+        "Error while reading from socket: (104, 'Connection reset by peer')."
+    )
+    assert query.level == "ERROR"
+    assert query.message.startswith("Cannot connect to redis://localhost:6379/0: Error while reading")
+    worker = parse_query(
+        "[2024-04-15 10:00:00,123: ERROR/ForkPoolWorker-1] Task add raised unexpected: ValueError('boom')"
+    )
+    assert (worker.exception_class, worker.message) == ("ValueError", "boom")

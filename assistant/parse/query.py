@@ -45,8 +45,9 @@ _WARNING_LINE_RE = re.compile(
 _LEVEL_RE = re.compile(r"(?<![\w])(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|EXCEPTION)(?![\w])")
 # What may stand before a log level: a timestamp, brackets, a process id, a logger name and separators.
 _LOG_HEAD_RE = re.compile(r"^[\s\[\]()\d:.,TZ+\-/|]*(?:[\w.\-]+\s*[\]:|\-]+\s*)?[\s\[\]()\d:.,TZ+\-/|]*$")
-# What may follow it: separators, then an optional lower-case logger name (``httpx:``, ``root -``).
-_LOG_SEPARATORS_RE = re.compile(r"^[\s\]:|\-]*")
+# What may follow it: a process name (Celery's ``[... ERROR/MainProcess]``), separators, then an optional
+# lower-case logger name (``httpx:``, ``root -``).
+_LOG_SEPARATORS_RE = re.compile(r"^(?:/[\w.-]+)?[\s\]:|\-]*")
 _LOGGER_RE = re.compile(r"^(?:[a-z_][\w.]*|[A-Za-z_]\w*(?:\.\w+)+)(?::[\w<>]+)*(?::\d+)?(?:\s*(?:\s-|\s\|)\s+|\s*:\s*)")
 _FENCE_RE = re.compile(r"^\s*```[\w+-]*\s*$|```")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
