@@ -13,6 +13,7 @@ from assistant import Assistant, Settings
 from assistant.parse.query import parse_query
 from assistant.retrieval.features import FEATURES
 from assistant.retrieval.http_status import with_status_phrases
+from assistant.retrieval.matching import PatternMatcher
 from assistant.retrieval.mentions import ClassOwners
 from assistant.retrieval.ownership import distinctive_templates, raising_package
 from assistant.retrieval.partial_messages import head_share, matching_alone, pattern_messages
@@ -331,3 +332,15 @@ def test_a_celery_log_line_is_read_past_its_process_name():
         "[2024-04-15 10:00:00,123: ERROR/ForkPoolWorker-1] Task add raised unexpected: ValueError('boom')"
     )
     assert (worker.exception_class, worker.message) == ("ValueError", "boom")
+
+
+def test_a_messages_first_line_with_a_quoted_value_begins_its_template():
+    """Celery's ``Received unregistered task of type 'mytasks.add'``, pasted without the lines after it: the
+    quoted task name fills the template's slot, so its words do not count against the template's."""
+    matcher = PatternMatcher()
+    pattern = r"Received unregistered task of type (.+?)\.\s+The message has been ignored and discarded\."
+    assert matcher.begins(pattern, ["Received unregistered task of type 'mytasks.add'"])
+    assert not matcher.begins(pattern, ["Received unregistered message of kind 'mytasks.add'"])
+    assert "Received unregistered task of type 'x'." in pattern_messages(
+        parse_query("ValueError: Received unregistered task of type 'x'")
+    )

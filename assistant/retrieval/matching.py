@@ -48,6 +48,8 @@ _COLON_RE = re.compile(r"(?<!\(\?)(?<!\\):(?= )")
 HEAD_MIN_WORDS = 4
 HEAD_LITERAL_SHARE = 0.75
 _HEAD_WORD_RE = re.compile(r"\w+")
+# A quoted value (``'mytasks.add'``) fills a placeholder: its words are no template's.
+_QUOTED_VALUE_RE = re.compile(r"'[^'\n]{1,80}'|\"[^\"\n]{1,80}\"")
 # At most this share of a message's last words may be worded otherwise for it to be the same error.
 TAIL_SHARE = 0.25
 
@@ -197,8 +199,9 @@ class PatternMatcher:
 @functools.lru_cache(maxsize=64)
 def _head_words(message: str) -> list[str]:
     """The lower-cased words of a message, as :meth:`PatternMatcher.begins` compares them: read once per
-    message, not once per pattern it is tried against (a thousand in a large knowledge base). Not changed."""
-    return _HEAD_WORD_RE.findall(message.lower())
+    message, not once per pattern it is tried against (a thousand in a large knowledge base); quoted values
+    left out."""
+    return _HEAD_WORD_RE.findall(_QUOTED_VALUE_RE.sub(" ", message).lower())
 
 
 def _spells_most(spelled: frozenset[str] | str, words: list[str]) -> bool:

@@ -59,9 +59,9 @@ def pattern_messages(query: Query) -> list[str]:
     key = _printed_key(query)
     if key:
         variants.append(key)
-    # People drop a message's last full stop when they quote it (``Input y contains NaN``); the pattern of
-    # ``Input {name}contains {kind}.`` then misses it for one character.
-    variants += [m + "." for m in messages[:1] if m and m[-1].isalnum()]
+    # People drop a message's last full stop when they quote it (``Input y contains NaN``, ``... of type
+    # 'mytasks.add'``); the pattern of ``Input {name}contains {kind}.`` then misses it for one character.
+    variants += [m + "." for m in messages[:1] if m and (m[-1].isalnum() or m[-1] in "'\")]")]
     return messages + variants
 
 
