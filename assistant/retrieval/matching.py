@@ -48,8 +48,10 @@ _COLON_RE = re.compile(r"(?<!\(\?)(?<!\\):(?= )")
 HEAD_MIN_WORDS = 4
 HEAD_LITERAL_SHARE = 0.75
 _HEAD_WORD_RE = re.compile(r"\w+")
-# A quoted value (``'mytasks.add'``) fills a placeholder: its words are no template's.
-_QUOTED_VALUE_RE = re.compile(r"'[^'\n]{1,80}'|\"[^\"\n]{1,80}\"")
+# The quoted value a message cut after its first line ends on (``... of type 'mytasks.add'``) fills the
+# template's slot: its words are no template's. (Quoted values inside the message keep counting: a message
+# that goes on past them in other words is not the template's beginning.)
+_QUOTED_VALUE_RE = re.compile(r"(?:'[^'\n]{1,80}'|\"[^\"\n]{1,80}\")\W*$")
 # At most this share of a message's last words may be worded otherwise for it to be the same error.
 TAIL_SHARE = 0.25
 
@@ -199,8 +201,8 @@ class PatternMatcher:
 @functools.lru_cache(maxsize=64)
 def _head_words(message: str) -> list[str]:
     """The lower-cased words of a message, as :meth:`PatternMatcher.begins` compares them: read once per
-    message, not once per pattern it is tried against (a thousand in a large knowledge base); quoted values
-    left out."""
+    message, not once per pattern it is tried against (a thousand in a large knowledge base); the quoted
+    value it ends on left out."""
     return _HEAD_WORD_RE.findall(_QUOTED_VALUE_RE.sub(" ", message).lower())
 
 
