@@ -69,8 +69,10 @@ class ClassOwners:
         """The repo of the only library whose records raise ``exception_class``, for a class printed bare."""
         if not exception_class or "." in (qualname or "") or exception_class in BUILTIN_EXCEPTIONS:
             return None
-        if exception_class not in self._owner:
-            groups = self.repos.groups_of(self.classes.get(exception_class)) if exception_class in self.classes else ()
+        if exception_class not in self.classes:  # not cached: a server meets endless made-up class names
+            return None
+        if exception_class not in self._owner:  # at most one entry per class the records raise
+            groups = self.repos.groups_of(self.classes.get(exception_class))
             keys = self.repos.keys or []
             repo = keys[int(groups[0])] if len(groups) == 1 else None
             self._owner[exception_class] = repo if repo != self.python_repo else None
