@@ -86,3 +86,23 @@ def read_lines(path: Path) -> list[dict]:
 
 def write_lines(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def ingested_line(rid: str, repo: str, cls: str, message: str, pattern: str, path: str, line: int) -> dict:
+    """A release-built record's line: the fields a raise read from source has."""
+    return {
+        "record": {
+            "id": rid,
+            "repo": repo,
+            "slug": rid,
+            "errorMessage": message,
+            "messagePattern": pattern,
+            "errorClass": cls,
+            "errorType": "exception",
+            "filePath": path,
+            "lineNumber": line,
+            "documentation": f"{path} raises {cls} here.",
+            "solutions": ["Read the check."],
+            "tags": ["ingested", "extracted"],
+        }
+    }

@@ -119,13 +119,14 @@ def test_bm25_summed_here_equals_bm25s_own_scores_on_the_bundled_records(assista
     import numpy as np
 
     from assistant.retrieval.features import bm25_sum
+    from assistant.retrieval.query_words import query_words
 
     retriever = assistant.retriever
     signals = retriever.signals
     n = len(assistant.records)
     own = bm25s.BM25.load(bundled_index_dir / "signals" / "bm25_all", mmap=True)  # what serving reads without bm25s
     for text in ("httpx ConnectTimeout timed out", "Agent interrupted max steps", "token use_auth_token both"):
-        _message_tokens, all_tokens, _words, _unknown = retriever._query_words(text)
+        _message_tokens, all_tokens, _words, _unknown = query_words(text, signals)
         columns = {t: signals.all_columns(t) for t in set(all_tokens)}
         ours = bm25_sum(columns, all_tokens, n)
         theirs = own.get_scores_from_ids(all_tokens)

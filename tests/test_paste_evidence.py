@@ -19,7 +19,7 @@ from assistant.retrieval.ownership import distinctive_templates, raising_package
 from assistant.retrieval.partial_messages import head_share, matching_alone, pattern_messages
 from assistant.settings import BUNDLED_KB_DIR
 from assistant.storage.postings import Postings
-from tests.conftest import write_lines
+from tests.conftest import ingested_line, write_lines
 
 
 def test_a_rust_panic_is_read_as_the_panic_exception_pyo3_raises():
@@ -89,25 +89,6 @@ def test_a_class_only_one_library_raises_names_that_library():
     assert len(repos.groups_of(np.array([0, 1], dtype=np.int32))) == 1
 
 
-def _ingested(rid: str, repo: str, cls: str, message: str, pattern: str, path: str, line: int) -> dict:
-    return {
-        "record": {
-            "id": rid,
-            "repo": repo,
-            "slug": rid,
-            "errorMessage": message,
-            "messagePattern": pattern,
-            "errorClass": cls,
-            "errorType": "exception",
-            "filePath": path,
-            "lineNumber": line,
-            "documentation": f"{path} raises {cls} here.",
-            "solutions": ["Read the check."],
-            "tags": ["ingested", "extracted"],
-        }
-    }
-
-
 @pytest.mark.slow
 def test_short_messages_and_native_checks_find_their_raise(small_kb, tmp_path, embedder):
     """Two ingested raises a short template or a C++ check made unreachable: pyarrow's three-word ``Could not
@@ -116,7 +97,7 @@ def test_short_messages_and_native_checks_find_their_raise(small_kb, tmp_path, e
     write_lines(
         small_kb / "apache__arrow.jsonl",
         [
-            _ingested(
+            ingested_line(
                 "a0a0a0a0a0a0a0a0",
                 "apache/arrow",
                 "ArrowInvalid",
@@ -131,7 +112,7 @@ def test_short_messages_and_native_checks_find_their_raise(small_kb, tmp_path, e
     write_lines(
         small_kb / "other__lib.jsonl",
         [
-            _ingested(
+            ingested_line(
                 f"d{i}d{i}d{i}d{i}d{i}d{i}d{i}d{i}",
                 "other/lib",
                 "ValueError",
@@ -144,7 +125,7 @@ def test_short_messages_and_native_checks_find_their_raise(small_kb, tmp_path, e
         ],
     )
     faiss = [
-        _ingested(
+        ingested_line(
             f"c{i}c{i}c{i}c{i}c{i}c{i}c{i}c{i}",
             "facebookresearch/faiss",
             "RuntimeError",
@@ -209,7 +190,7 @@ def test_another_librarys_generic_record_of_another_class_does_not_answer_a_libr
 ):
     """Jinja's ``UndefinedError: 'list object' has no attribute 'iteritems'`` (Jinja in play: only it raises
     that class) is not pytest's ``AttributeError`` worded ``{target!r} has no attribute {name!r}``."""
-    pytests = _ingested(
+    pytests = ingested_line(
         "e5e5e5e5e5e5e5e5",
         "pytest-dev/pytest",
         "AttributeError",
@@ -224,7 +205,7 @@ def test_another_librarys_generic_record_of_another_class_does_not_answer_a_libr
     write_lines(
         small_kb / "pallets__jinja.jsonl",
         [
-            _ingested(
+            ingested_line(
                 "f6f6f6f6f6f6f6f6",
                 "pallets/jinja",
                 "UndefinedError",

@@ -38,6 +38,12 @@ _RAISED_MESSAGE_RE = re.compile(
 # ``fatal error: ...`` too), or a class named in a whole sentence (``Adapter ChatAdapter failed to parse the LM
 # response.``).
 _MESSAGE_MARK_RE = re.compile(r"'[^'\s]+'|\"[^\"\s]+\"|[Ee]rror: |^.*\b[A-Z][a-z]+[A-Z]\w*\b.*\w\.$")
+# The last words of a line that introduces the message set apart under it.
+_INTRODUCING_VERB_RE = re.compile(
+    r"\b(?:say|says|said|saying|get|gets|got|getting|gives|gave|shows|showed|prints|printed|returns|returned|"
+    r"reads|raises|raised|throws|threw|fails with|failed with|crashes with|errors? out with)$",
+    re.IGNORECASE,
+)
 _CLAUSE_AFTER_RE = re.compile(r"^s?\s+(?:that|saying|telling me)\s+(?P<msg>[^\n.?!]*'[^'\n]+'[^\n.?!]*)")
 # Where one sentence ends and the next begins, inside a line.
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[\"'`(\[]?[A-Z])")
@@ -85,9 +91,10 @@ def message_paragraph(lines: list[str]) -> str | None:
 
 
 def _introduced(lines: list[str], i: int) -> bool:
-    """Whether the paragraph at ``i`` follows a line that ends with a colon ("... and it keeps saying:")."""
+    """Whether the paragraph at ``i`` follows a line that ends with a colon ("... and it keeps saying:") or a
+    verb of saying or failing ("Why does model.fit say", "... and I get")."""
     before = [line.strip() for line in lines[max(0, i - 3) : i] if line.strip()]
-    return bool(before) and before[-1].endswith(":")
+    return bool(before) and (before[-1].endswith(":") or _INTRODUCING_VERB_RE.search(before[-1]) is not None)
 
 
 def _quoted_sentence(text: str) -> bool:

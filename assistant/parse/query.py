@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .django_page import django_page_error
 from .error_line import EXC_LINE_RE, is_exception_class, looks_like_message
 from .frames import FRAME_RE, SITE_PACKAGES_RE, Frame, is_pytest_report, read_frames, unframed
 from .prose import described_message, inline_error, message_paragraph, raised_message
@@ -139,6 +140,9 @@ def parse_query(raw: str | bytes, *, max_chars: int = 20_000) -> Query:
     is_traceback = bool(frames) or any(line.strip().startswith("Traceback (most recent call last)") for line in lines)
     found = _error_lines(lines)
     last = _the_error(found)
+    page = django_page_error(lines)  # Django's debug page: ``DisallowedHost at /`` and the message under it
+    if page is not None:
+        last = _ErrorLine(page.index, page.qual, page.cls, page.message)
     causes = tuple(_render(e) for e in found[:-1] if e.cls) if is_traceback else ()
 
     if is_traceback:

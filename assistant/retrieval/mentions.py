@@ -31,10 +31,30 @@ def library_aliases(path: Path = ALIASES_PATH) -> dict[str, tuple[str, ...]]:
         raise ConfigurationError(f"cannot read the library aliases from {path}: {exc}") from exc
 
 
+@functools.cache
+def library_companions(path: Path = ALIASES_PATH) -> dict[str, tuple[str, ...]]:
+    """repo -> the libraries it runs on, whose errors a paste naming it shows (``runs_on`` in
+    ``library_aliases.json``: Keras, and TensorFlow under it)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")).get("runs_on", {})
+        return {str(repo): tuple(str(r) for r in under) for repo, under in data.items()}
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        raise ConfigurationError(f"cannot read the libraries' companions from {path}: {exc}") from exc
+
+
 class LibraryMentions:
     """Finds the repos whose names a text mentions; built once per knowledge base."""
 
-    def __init__(self, library_names: Mapping[str, frozenset[str]], aliases: Mapping[str, tuple[str, ...]]):
+    def __init__(
+        self,
+        library_names: Mapping[str, frozenset[str]],
+        aliases: Mapping[str, tuple[str, ...]],
+        companions: Mapping[str, tuple[str, ...]] | None = None,
+    ):
+        # A library named puts in play those it runs on that this knowledge base holds.
+        self.companions = {
+            repo: tuple(c for c in under if c in library_names) for repo, under in (companions or {}).items()
+        }
         self.repo_of = {name: repo for repo, names in library_names.items() for name in names}
         spelt = {v: self.repo_of[w] for w in self.repo_of for v in {w, w.replace("_", "-"), w.replace("_", " ")}}
         for repo, names in aliases.items():
@@ -51,7 +71,8 @@ class LibraryMentions:
         """The repos ``text`` names."""
         if self._pattern is None:
             return set()
-        return {self._repo_of_spelling[m.group(1).lower()] for m in self._pattern.finditer(text)}
+        repos = {self._repo_of_spelling[m.group(1).lower()] for m in self._pattern.finditer(text)}
+        return repos.union(*(self.companions.get(repo, ()) for repo in repos))
 
 
 class ClassOwners:

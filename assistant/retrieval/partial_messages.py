@@ -39,6 +39,11 @@ _TOLD_ERROR_RE = re.compile(r"[\s:(](?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exceptio
 _TYPOGRAPHY = str.maketrans(
     {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00d7": "x", "\u2013": "-", "\u00a0": " "}
 )
+# A value a message quotes: a name, a path, a key (``'20130102'``); a placeholder's filling, not the template's text.
+_QUOTED_VALUES_RE = re.compile(r"'[^'\s]{1,80}'|\"[^\"\s]{1,80}\"")
+_WORD_RE = re.compile(r"\w+")
+_WRAPPED_RE = re.compile(r"[ \t]*\n[ \t]*")
+WORDED_MIN_WORDS = 4
 _PATTERN_MESSAGE = FEATURES.index("pattern_message")
 _PATTERN_SPECIFICITY = FEATURES.index("pattern_specificity")
 _PATTERN_TEXT = FEATURES.index("pattern_text")
@@ -56,6 +61,8 @@ def pattern_messages(query: Query) -> list[str]:
     variants = [_WINERROR_RE.sub(r"[Errno \1]", m) for m in messages if "[WinError " in m]
     # A message copied from a web page comes with its typography: curly quotes, ``2×1568`` for ``2x1568``.
     variants += [t for t in (m.translate(_TYPOGRAPHY) for m in messages[:1]) if t != messages[0]]
+    # A long message wrapped over lines by a terminal or a page: its line breaks were spaces.
+    variants += [_WRAPPED_RE.sub(" ", m) for m in messages[:1] if "\n" in m]
     key = _printed_key(query)
     if key:
         variants.append(key)
@@ -87,14 +94,18 @@ def own_length(message: str) -> int:
 
 
 def head_share(query: Query) -> float:
-    """How many times longer the pasted message is than its first line: a message whose first line says what
-    went wrong and whose other lines list data (pydantic's ``1 validation error for Crew`` and each field's
-    error under it) is pinned by a template of its first line."""
+    """How many times longer the pasted message is than what its template words: a message whose first line
+    says what went wrong and whose other lines list data (pydantic's ``1 validation error for Crew`` and each
+    field's error under it) is pinned by a template of its first line; the values it quotes (pandas' ``None of
+    [['20130102', '20130103']] are in the [index]``) are what the template's placeholders hold."""
     messages = pattern_messages(query)
-    if not messages or "\n" not in messages[0]:
+    if not messages:
         return 1.0
     first = messages[0].split("\n", 1)[0].strip()
-    return max(1.0, own_length(messages[0]) / max(len(first), 1))
+    unquoted = _QUOTED_VALUES_RE.sub("", first)
+    # Only a message that says something besides its values (``KeyError: 'amount'`` is a value alone).
+    worded = len(unquoted) if len(_WORD_RE.findall(unquoted)) >= WORDED_MIN_WORDS else len(first)
+    return max(1.0, own_length(messages[0]) / max(worded, 1))
 
 
 def matching_alone(
@@ -116,6 +127,27 @@ def matching_alone(
     return matched & ~generic & (np.minimum(1.0, features[:, _PATTERN_SPECIFICITY] * share) >= SPECIFIC_ALONE)
 
 
+def outmatch_generic(
+    features: np.ndarray,
+    curated: np.ndarray,
+    alone: np.ndarray,
+    generic_curated: Callable[[int], bool],
+    repo_of: Callable[[int], str],
+) -> None:
+    """Where a library's template pinning the pasted message matches alone (see matching_alone), the same
+    library's curated record whose pattern holds no literal word no longer counts as matching the message
+    (``features`` updated in place): pandas' ``KeyError: '{key}'`` matches every KeyError, its ``None of [...]
+    are in the [index]`` only its own. Another library's (Python's own ``{key}``) keeps its match."""
+    ingested = alone & ~curated
+    if not ingested.any():
+        return
+    owners = {repo_of(row) for row in np.flatnonzero(ingested).tolist()}
+    matched = np.flatnonzero((features[:, _PATTERN_MESSAGE] > 0) & curated).tolist()
+    rows = [row for row in matched if repo_of(row) in owners and generic_curated(row)]
+    features[rows, _PATTERN_MESSAGE] = 0.0
+    features[rows, _PATTERN_SPECIFICITY] = 0.0
+
+
 class PartialMessages:
     """The Retriever's second look at the patterns, for a message no pattern matches whole."""
 
@@ -134,6 +166,10 @@ class PartialMessages:
     def generic_row(self, scored: np.ndarray | None) -> Callable[[int], bool]:
         """Whether the record of a scored row has no literal word in its message (``{key}``): it matches any."""
         return lambda row: not message_words(self.records[row if scored is None else int(scored[row])].error_message)
+
+    def repo_row(self, scored: np.ndarray | None) -> Callable[[int], str]:
+        """The repository of the record of a scored row."""
+        return lambda row: self.records[row if scored is None else int(scored[row])].repo
 
     def mark_heads(self, heads: Heads, features: np.ndarray, scores: np.ndarray, scored: np.ndarray | None) -> bool:
         """The records whose pattern matches a pasted message as the beginning of theirs count as matching it

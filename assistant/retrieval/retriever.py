@@ -58,12 +58,13 @@ from .confidence import SHORT_QUERY_CONFIDENCE, confidence_features, sigmoid, to
 from .features import Found, Heads, Scored, bm25_sum, piece_cosines, why
 from .http_status import with_status_phrases
 from .matching import COMPILED_PATTERNS, PATTERN_TEXT_CHARS, PatternMatcher
-from .mentions import ClassOwners, LibraryMentions, library_aliases
+from .mentions import ClassOwners, LibraryMentions, library_aliases, library_companions
 from .ownership import PYTHON_REPO, PythonOwnership, distinctive_templates, generic_elsewhere, unrecorded_owner
-from .partial_messages import PartialMessages, head_share, matching_alone
+from .partial_messages import PartialMessages, head_share, matching_alone, outmatch_generic
 from .pattern_hits import pattern_hits
 from .pattern_owners import pattern_owners
-from .signals import SignalIndex, message_words, path_tail, tokenize
+from .query_words import query_words
+from .signals import SignalIndex, message_words, path_tail
 from .sorted_sets import contains, distinct_counted, intersection, union
 from .weights import FittedWeights, load_weights
 
@@ -140,7 +141,7 @@ class Retriever:
         self._row_to_pos = positions_of(self.signals.ids, vector_index.record_ids)
         class_counts = self.signals.classes.counts()
         self._class_rarity = {c: math.log((n + 1) / k) / math.log(n + 1) for c, k in class_counts.items()}
-        self.mentions = LibraryMentions(self.signals.library_names, library_aliases())
+        self.mentions = LibraryMentions(self.signals.library_names, library_aliases(), library_companions())
         self.class_owners = ClassOwners(self.signals.classes, self.signals.repos, PYTHON_REPO)
         self.matcher = PatternMatcher(owners=lambda source: pattern_owners(self.signals, self.records, source))
         # A pattern's text decoded once (each query tries a few dozen; a million would not fit).
@@ -217,25 +218,6 @@ class Retriever:
             ),
         )
 
-    def _query_words(self, text: str) -> tuple[list[int], list[int], list[int], int]:
-        """The query's tokens as ids of each BM25 vocabulary (in order, repeats kept, as bm25s scores
-        them), its distinct known words, and how many distinct words it has."""
-        tokens = tokenize([text])
-        if not tokens.ids or not tokens.ids[0]:
-            return [], [], [], 0
-        strings = {i: w for w, i in tokens.vocab.items()}
-        in_order = [strings[t] for t in tokens.ids[0]]
-        by_message = self.signals.bm25_message.vocab_dict
-        by_all = self.signals.bm25_all.vocab_dict
-        distinct = set(in_order)
-        known = sorted({by_all[w] for w in distinct if w in by_all})
-        return (
-            [by_message[w] for w in in_order if w in by_message],
-            [by_all[w] for w in in_order if w in by_all],
-            known,
-            len(distinct),
-        )
-
     # --- scoring ---------------------------------------------------------------------------------
 
     def score(self, query: Query) -> Scored:
@@ -248,7 +230,7 @@ class Retriever:
         vector = self.embedder.encode([embedded_text(query)])
         quoted = message_words(query.message or "")
         found = self._find(query, vector, quoted)
-        message_tokens, all_tokens, words, distinct = self._query_words(search_text)
+        message_tokens, all_tokens, words, distinct = query_words(search_text, self.signals)
         columns = {w: self.signals.all_columns(w) for w in words}  # each word's column read once per query
         unknown = self._unknown_share(columns, distinct)
         scored = None if n <= self.full_scoring_limit else select_candidates(found, columns)
@@ -320,8 +302,10 @@ class Retriever:
             scores = features @ weights - penalty - (0.0 if offset is None else offset)
         if offset is not None and curated is not None:
             generic = spread(generic_elsewhere(self.signals.generic_ingested, found)) > 0
-            alone = matching_alone(features, curated, generic, self.partial.generic_row(scored), head_share(query))
+            generic_row = self.partial.generic_row(scored)
+            alone = matching_alone(features, curated, generic, generic_row, head_share(query))
             offset[alone] = 0.0
+            outmatch_generic(features, curated, alone, generic_row, self.partial.repo_row(scored))
             scores = features @ weights - penalty - offset
         reworded = self.partial.reworded_row(query, features, scores, offset, scored)
         return Scored(features, scores, model, scored, penalty, offset, reworded)
