@@ -1,6 +1,7 @@
 """Forms of pastes from Q&A pages the parse and ranking used to miss: Django's error pages, a message set apart
-under "Why does model.fit say", an address hidden as ``XXX.XXX.XXX.XXX``, a library's generic record beside its
-own specific raise, and a name that stands for two libraries (``Keras``)."""
+under "Why does model.fit say", a warning named again in its source line, a log line going on under its colon,
+an address hidden as ``XXX.XXX.XXX.XXX``, a library's generic record beside its own specific raise, and a
+library running on another (Keras on TensorFlow)."""
 
 from __future__ import annotations
 
@@ -80,6 +81,33 @@ def test_a_message_set_apart_under_a_verb_of_saying_is_the_message():
     # A paragraph after a line that introduces nothing stays the question's.
     other = parse_query("My training loop is slow on a GPU box.\n\nEpochs take ten minutes and the data is small")
     assert other.message is None
+
+
+def test_a_class_named_again_without_its_message_keeps_the_message_it_was_printed_with():
+    query = parse_query(
+        "Fitting an exponential through two points:\n\npython-3.4.4\\lib\\site-packages\\scipy\\optimize\\"
+        "minpack.py:715:\nOptimizeWarning: Covariance of the parameters could not be estimated\n"
+        "  category=OptimizeWarning)\n\nThe parameters come out fine, so why the warning?"
+    )
+    assert (query.exception_class, query.message) == (
+        "OptimizeWarning",
+        "Covariance of the parameters could not be estimated",
+    )
+
+
+def test_a_log_line_ending_in_a_colon_goes_on_under_it():
+    query = parse_query(
+        "uvicorn refuses to start:\n\nERROR:    [Errno 48] error while attempting to bind on address "
+        "('0.0.0.0', 8000):\naddress already in use"
+    )
+    assert query.level == "ERROR"
+    assert (
+        query.message
+        == "[Errno 48] error while attempting to bind on address ('0.0.0.0', 8000):\naddress already in use"
+    )
+    # A log line that ends otherwise is one line; the next is not its message.
+    other = parse_query("ERROR: worker 3 died\nrestarting it")
+    assert other.message == "worker 3 died"
 
 
 def test_a_word_repeated_in_a_paste_counts_a_few_times():

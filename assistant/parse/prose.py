@@ -67,6 +67,12 @@ def inline_error(text: str) -> tuple[str | None, str | None, str | None]:
     if last is None:
         return None, None, None
     message = ((last.groupdict().get("msg")) or "").split("\n")[0].strip()
+    if not message:
+        # Named again without its message after it was printed with one (``category=OptimizeWarning)``, the
+        # warning's source line under ``OptimizeWarning: Covariance of the parameters could not be estimated``).
+        told = [m for m in named if m.re is _INLINE_EXC_RE and m["cls"] == last["cls"] and m["msg"]]
+        last = told[-1] if told else last
+        message = ((last.groupdict().get("msg")) or "").split("\n")[0].strip()
     opener = text[last.start("qual") - 1] if last.start("qual") > 0 else ""
     if opener in ("'", '"', "`"):
         message = _until_closing_quote(message, opener)

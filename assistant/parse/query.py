@@ -232,7 +232,11 @@ def _error_lines(lines: list[str]) -> list[_ErrorLine]:
             continue
         j = i + 1
         extra: list[str] = []
-        if error.cls and (not error.path or not error.message):  # messages may run over several lines
+        # Messages may run over several lines; a log line's where it ends with a colon (uvicorn's ``... bind on
+        # address ('0.0.0.0', 8000):`` and ``address already in use`` under it).
+        if (error.cls and (not error.path or not error.message)) or (
+            error.level and (error.message or "").endswith(":")
+        ):
             while j < len(lines):
                 nxt = lines[j].strip()
                 if (
