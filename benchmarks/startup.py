@@ -141,12 +141,29 @@ def answers_paste(url: str, paste: str = PASTE, expect: str = "Agent interrupted
     return check
 
 
+def offers_a_chat(url: str):
+    """Whether the page at ``url`` is a chat a person can paste into: the starting page's own
+    (``early_chat.py``, while gradio loads) or gradio's (200)."""
+
+    def check() -> bool:
+        try:
+            with urllib.request.urlopen(url, timeout=1) as response:
+                return response.status == 200
+        except urllib.error.HTTPError as error:
+            return b"errata-early-query" in error.read()
+        except OSError:
+            return False
+
+    return check
+
+
 def web_start(root: Path, index: Path) -> list[float]:
-    """Seconds until ``root``'s ``python app.py`` answers HTTP, answers a paste, serves the chat's page."""
+    """Seconds until ``root``'s ``python app.py`` answers HTTP, answers a paste, shows a chat page, serves
+    gradio's chat page."""
     port = free_port()
     app = [sys.executable, str(root / "app.py"), "--index", str(index), "--port", str(port)]
     url = f"http://127.0.0.1:{port}/"
-    checks = [answers_http(url, any_status=True), answers_paste(url), answers_http(url)]
+    checks = [answers_http(url, any_status=True), answers_paste(url), offers_a_chat(url), answers_http(url)]
     return milestones(app, checks, PYTHONPATH=str(root))
 
 
@@ -167,7 +184,7 @@ def web_only(args: argparse.Namespace, work: Path) -> dict[str, float]:
             runs[prefix].append(web_start(root, indexes[prefix]))
     results = {}
     for prefix, measured in runs.items():
-        for i, name in enumerate(("web_answers_s", "web_paste_s", "web_ready_s")):
+        for i, name in enumerate(("web_answers_s", "web_paste_s", "web_chat_page_s", "web_ready_s")):
             results[prefix + name] = statistics.median(run[i] for run in measured)
     return results
 
@@ -248,9 +265,10 @@ def main() -> None:
                 slack.append(until_ready(bot, listens(port), **slack_env))
         finally:
             fake.close()
-        results["web_answers_s"] = statistics.median(first for first, _, _ in web)
-        results["web_paste_s"] = statistics.median(paste for _, paste, _ in web)
-        results["web_ready_s"] = statistics.median(ready for _, _, ready in web)
+        results["web_answers_s"] = statistics.median(run[0] for run in web)
+        results["web_paste_s"] = statistics.median(run[1] for run in web)
+        results["web_chat_page_s"] = statistics.median(run[2] for run in web)
+        results["web_ready_s"] = statistics.median(run[3] for run in web)
         results["slack_ready_s"] = statistics.median(slack)
 
         # 4. Retrieval quality and warm latency.
@@ -276,7 +294,8 @@ def main() -> None:
         ("errata ask peak RSS", f"{results['ask_rss_mb']:.0f} MB", "≤ 250 MB"),
         ("python app.py until it answers HTTP", f"{results['web_answers_s']:.2f} s", "≤ 3 s"),
         ("python app.py until the chat answers a paste", f"{results['web_paste_s']:.2f} s", "≤ 2 s"),
-        ("python app.py until the chat page itself", f"{results['web_ready_s']:.2f} s", ""),
+        ("python app.py until a page a person can paste into", f"{results['web_chat_page_s']:.2f} s", "≤ 2 s"),
+        ("python app.py until gradio's chat page", f"{results['web_ready_s']:.2f} s", ""),
         ("errata slack --http until it listens", f"{results['slack_ready_s']:.2f} s", "≤ 3 s"),
         ("first build from nothing (export included)", f"{results['first_build_s']:.1f} s", "≤ 30 s"),
         ("first build peak RSS", f"{results['first_build_rss_mb']:.0f} MB", ""),

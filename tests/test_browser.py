@@ -220,3 +220,50 @@ def test_a_streamed_answer_keeps_its_start_in_view_while_it_grows(assistant, tmp
         page.wait_for_selector("#errata-sources .errata-banner", timeout=60_000)
         page.wait_for_timeout(800)
         assert in_chat_view(page, first_line)
+
+
+def test_the_starting_page_is_a_chat_until_gradios_page_takes_the_port(assistant, browser, tmp_path):
+    """A warm start: the knowledge base is loaded, gradio's page is not yet. The starting page's own chat
+    answers a paste as the chat would; when gradio takes the port, a tab left idle reloads into it and a tab
+    with an answer on it says the chat is ready without wiping the answer."""
+    from assistant.frontends.feedback import FeedbackStore
+    from assistant.frontends.starting_page import StartingPage
+    from assistant.frontends.web import build_app, launch
+    from assistant.frontends.web_early import EarlyApi
+
+    from .web_server import free_port
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    starting = StartingPage("127.0.0.1", port)
+    early = EarlyApi(assistant)
+    starting.api = early
+    context = browser.new_context(viewport=DESKTOP)
+    demo = None
+    try:
+        asked, idle = context.new_page(), context.new_page()
+        for tab in (asked, idle):
+            tab.goto(url)
+            tab.wait_for_selector("#errata-early-query")
+        asked.fill("#errata-early-query", TRACEBACK)
+        asked.click("#errata-early-ask")
+        asked.wait_for_selector("#errata-early-answer .text")
+        answer = assistant.ask(TRACEBACK)
+        shown = "#errata-early-answer .text"
+        assert asked.get_attribute(shown, "data-markdown") == answer.text
+        assert "**" not in asked.text_content(shown) and asked.locator(f"{shown} strong").count() >= 2
+        assert asked.locator(f"{shown} pre code").count() == answer.text.count("```") // 2
+        assert asked.get_attribute("#errata-early-answer ol a", "href") == answer.citations[0].github_url
+        assert early.drain(10)
+        starting.close()
+        demo = build_app(assistant, FeedbackStore(tmp_path / "feedback.sqlite3"))
+        launch(demo, assistant.settings.replace(host="127.0.0.1", port=port), block=False, quiet=True)
+        idle.wait_for_selector("#errata-query textarea", timeout=60_000)  # gradio's chat, reloaded by itself
+        asked.wait_for_selector("#errata-early-open", timeout=30_000)
+        assert asked.get_attribute(shown, "data-markdown") == answer.text  # still there
+        asked.screenshot(path=str(ARTIFACTS / "early-chat.png"))
+    finally:
+        context.close()
+        starting.close()
+        if demo is not None:
+            demo.close()

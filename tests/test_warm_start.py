@@ -111,6 +111,20 @@ def test_wrong_input_gets_gradios_errors_and_the_rest_of_the_port_still_says_sta
     assert caught.value.code == 422
 
 
+def test_once_the_api_answers_the_page_is_a_chat_on_it_and_other_paths_say_starting(early):
+    base, _api = early
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(base, timeout=5)
+    page = caught.value.read().decode()
+    assert caught.value.code == 503 and caught.value.headers["Retry-After"] == "1"  # still not gradio's chat
+    assert 'id="errata-early-query"' in page and "gradio_api/call/ask" in page
+    assert 'http-equiv="refresh"' not in page  # it would wipe what the user typed
+    assert " src=" not in page and "innerHTML" not in page  # no outside script; text set as text only
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(base + "config", timeout=5)
+    assert "errata is starting" in caught.value.read().decode()
+
+
 def test_the_handover_waits_for_calls_taken_and_takes_no_new_one(early):
     base, api = early
     event_id = submit(base, "chat", [PASTE, [], 3, None])

@@ -4,7 +4,8 @@ Why: importing gradio alone takes ~4 s on a 2-core machine, and a first build of
 seconds. A browser opened at once would meet "connection refused"; this page answers at once instead
 (HTTP 503 with ``Retry-After``, so no client mistakes it for the chat), says what errata is doing, and
 reloads itself until the chat takes the port over. From the moment the knowledge base is loaded it also
-answers the chat's API (:attr:`StartingPage.api`, ``web_early.py``), so a paste sent then is not refused.
+answers the chat's API (:attr:`StartingPage.api`, ``web_early.py``), so a paste sent then is not refused, and
+its page is a plain chat on that API (``early_chat.py``) until gradio's takes over.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from .early_chat import EARLY_CHAT_PAGE
 from .ports import cannot_serve
 
 HANDLER_TIMEOUT = 5.0  # seconds a request may take to arrive
@@ -91,7 +93,12 @@ class StartingPage:
                 return True
 
             def _page(self) -> None:
-                body = PAGE.format(status=html.escape(page.status)).encode()
+                # Once the chat's API answers, the page itself offers it (early_chat.py); other paths still
+                # say the chat is starting.
+                if page.api is not None and self.path.split("?", 1)[0] == "/":
+                    body = EARLY_CHAT_PAGE.encode()
+                else:
+                    body = PAGE.format(status=html.escape(page.status)).encode()
                 self.send_response(503)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Retry-After", "1")
