@@ -361,3 +361,79 @@ def test_a_release_scan_holds_the_class_messages(tmp_path):
     assert entry["qualname"] == "NoCredentialsError"
     text = "An error occurred (NoSuchKey) when calling the GetObject operation: The specified key does not exist."
     assert re.search(by_class["ClientError"]["record"]["messagePattern"], text)
+
+
+# Jinja's shape: the class raised is what ``__init__`` sets an attribute to (a parameter's default), the
+# message one of a property's returns.
+JINJA_RUNTIME = textwrap.dedent(
+    '''
+    missing = object()
+
+
+    def object_type_repr(obj):
+        return "no such element" if obj is missing else f"{type(obj).__name__} object"
+
+
+    class UndefinedError(Exception):
+        """Raised if a template tries to operate on Undefined."""
+
+
+    class Undefined:
+        def __init__(self, hint=None, obj=missing, name=None, exc=UndefinedError):
+            self._undefined_hint, self._undefined_obj, self._undefined_name = hint, obj, name
+            self._undefined_exception = exc
+
+        @property
+        def _undefined_message(self) -> str:
+            """Build a message about the undefined value based on how it was accessed."""
+            if self._undefined_hint:
+                return self._undefined_hint
+            if self._undefined_obj is missing:
+                return f"{self._undefined_name!r} is undefined"
+            if not isinstance(self._undefined_name, str):
+                return f"{object_type_repr(self._undefined_obj)} has no element {self._undefined_name!r}"
+            return f"{object_type_repr(self._undefined_obj)!r} has no attribute {self._undefined_name!r}"
+
+        def _fail_with_undefined_error(self, *args, **kwargs):
+            raise self._undefined_exception(self._undefined_message)
+    '''
+)
+
+
+def test_a_raise_reading_its_class_and_message_from_its_own_class(tmp_path):
+    """``raise self._undefined_exception(self._undefined_message)``: a record per message the property
+    returns, of the class the attribute names; each pattern matches what Python prints."""
+    findings, _skipped = find_in_source(JINJA_RUNTIME)
+    raised = [f for f in findings if f.qualname.endswith("_fail_with_undefined_error")]
+    assert {f.error_class for f in raised} == {"UndefinedError"}
+    messages = sorted(render_message(f.parts) for f in raised)
+    assert messages == [
+        "{object_type_repr(self._undefined_obj)!r} has no attribute {self._undefined_name!r}",
+        "{object_type_repr(self._undefined_obj)} has no element {self._undefined_name!r}",
+        "{self._undefined_name!r} is undefined",
+    ]
+    package = tmp_path / "jinjaish"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "runtime.py").write_text(JINJA_RUNTIME)
+    records, _report = ingest(package, repo="pallets/jinja")
+    namespace: dict = {}
+    exec(compile(JINJA_RUNTIME, "runtime.py", "exec"), namespace)  # noqa: S102 - the package written above
+    printed = []
+    for hint, obj, name in ((None, {}, "iteritems"), (None, namespace["missing"], "user"), (None, [], 3)):
+        try:
+            namespace["Undefined"](hint, obj, name)._fail_with_undefined_error()
+        except namespace["UndefinedError"] as exc:
+            printed.append(str(exc))
+    assert printed[0] == "'dict object' has no attribute 'iteritems'"
+    patterns = [r.message_pattern for r in records if r.error_class == "UndefinedError"]
+    for text in printed:
+        assert any(re.search(p, text) for p in patterns), text
+    # A class-level attribute names the class too.
+    level, _ = find_in_source(
+        "class E(Exception): pass\nclass A:\n    kind = E\n    def f(self):\n        raise self.kind('bad value here')"
+    )
+    assert [f.error_class for f in level] == ["E"]
+    # A self attribute that is no property nor names a class keeps the raise as it was read.
+    plain, _ = find_in_source("class A:\n    def f(self):\n        raise self.kind(f'bad {self.x} value here now')\n")
+    assert [(f.error_class, render_message(f.parts)) for f in plain] == [("kind", "bad {self.x} value here now")]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from .call_forms import call_forms
 from .messages import Part, Placeholder, is_retrievable, merge_parts, message_parts, unparse
 from .module_facts import imports_pytest_fail, string_constants
+from .own_attributes import attribute_of_self, class_named_by, property_messages
 
 MESSAGE_KEYWORDS = ("message", "msg", "detail")
 # A lowercase identifier passed before the message: an error code ("may_not_set_field"), see _is_code.
@@ -42,6 +43,8 @@ class _Context:
     is_init_of: str | None = None
     # The exception class this ``__init__`` belongs to, if it is one (see EXCEPTION_NAME_RE).
     exception_class: str | None = None
+    # The class whose body (or method) this is: what ``self.x`` may be read from (own_attributes.py).
+    owner: ast.ClassDef | None = None
 
 
 @dataclass
@@ -142,6 +145,7 @@ class _Walker:
                 scope_node=node,
                 is_init_of=owner if is_init else None,
                 exception_class=ctx.exception_class if is_init and owner else None,
+                owner=ctx.owner,
             )
             self._body(node.body, inner)
         elif isinstance(node, ast.ClassDef):
@@ -151,6 +155,7 @@ class _Walker:
                 scope=(*ctx.scope, node.name),
                 scope_node=ctx.scope_node,
                 exception_class=node.name if is_exception else None,
+                owner=node,
             )
             self._body(node.body, inner)
         elif isinstance(node, ast.Raise):
@@ -186,9 +191,18 @@ class _Walker:
         exc = node.exc
         if isinstance(exc, ast.Call):
             error_class = callee_name(exc.func)
+            attribute = attribute_of_self(exc.func)
+            if attribute and ctx.owner is not None:  # ``raise self._undefined_exception(...)``
+                error_class = class_named_by(ctx.owner, attribute) or error_class
             candidates = list(exc.args) + [kw.value for kw in exc.keywords if kw.arg in MESSAGE_KEYWORDS]
             if not candidates:
                 self.skipped["without a message"] += 1
+                return
+            message = attribute_of_self(candidates[0])
+            returned = property_messages(ctx.owner, message) if message and ctx.owner is not None else []
+            for value in returned:  # ``(self._undefined_message)``: each message the property returns
+                self._add("exception", error_class, "error", [value], [], node, ctx)
+            if returned:
                 return
             self._add("exception", error_class, "error", candidates, [], node, ctx)
             status = _http_status(exc)
