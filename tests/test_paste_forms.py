@@ -110,6 +110,16 @@ def test_a_log_line_ending_in_a_colon_goes_on_under_it():
     assert other.message == "worker 3 died"
 
 
+def test_a_servers_status_line_in_a_question_is_its_message():
+    query = parse_query(
+        "My account was granted access, but the CLI still refuses:\n\nhuggingface-cli download org/model config.json\n"
+        "403 Forbidden: Please enable access to public gated repositories in your fine-grained token settings."
+    )
+    assert query.message.startswith("403 Forbidden: Please enable access to public gated repositories")
+    # A number and a word in prose are no status line.
+    assert parse_query("We have 200 Users: how do I page through them all with the client?").message is None
+
+
 def test_a_word_repeated_in_a_paste_counts_a_few_times():
     words = ["invalid", "xxx", "xxx", "xxx", "xxx", "header", "xxx"]
     assert repeats_capped(words) == ["invalid", *["xxx"] * QUERY_WORD_REPEATS, "header"]

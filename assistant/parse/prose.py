@@ -38,6 +38,8 @@ _RAISED_MESSAGE_RE = re.compile(
 # ``fatal error: ...`` too), or a class named in a whole sentence (``Adapter ChatAdapter failed to parse the LM
 # response.``).
 _MESSAGE_MARK_RE = re.compile(r"'[^'\s]+'|\"[^\"\s]+\"|[Ee]rror: |^.*\b[A-Z][a-z]+[A-Z]\w*\b.*\w\.$")
+# ``403 Forbidden: ...``, ``504 Server Error: Gateway Timeout for url: ...``.
+_STATUS_LINE_RE = re.compile(r"^[1-5]\d\d (?:[A-Z][A-Za-z-]*)(?: [A-Z][A-Za-z-]*)*: \S")
 # The last words of a line that introduces the message set apart under it.
 _INTRODUCING_VERB_RE = re.compile(
     r"\b(?:say|says|said|saying|get|gets|got|getting|gives|gave|shows|showed|prints|printed|returns|returned|"
@@ -93,6 +95,15 @@ def message_paragraph(lines: list[str]) -> str | None:
             return stripped
         if stripped and alone and _introduced(lines, i) and _quoted_sentence(stripped):
             return stripped
+    return None
+
+
+def status_line(lines: list[str]) -> str | None:
+    """A server's reply as a client prints it, an HTTP status and its reason before the message (``403
+    Forbidden: Please enable access to public gated repositories ...``), where a question quotes no other."""
+    for line in lines:
+        if _STATUS_LINE_RE.match(line.strip()):
+            return line.strip()
     return None
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from .django_page import django_page_error
 from .error_line import EXC_LINE_RE, is_exception_class, looks_like_message
 from .frames import FRAME_RE, SITE_PACKAGES_RE, Frame, is_pytest_report, read_frames, unframed
-from .prose import described_message, inline_error, message_paragraph, raised_message
+from .prose import described_message, inline_error, message_paragraph, raised_message, status_line
 from .text_input import json_log_text, paste_text, well_formed
 
 # The header IPython / Jupyter print above a traceback: ``ValueError      Traceback (most recent call last)``.
@@ -166,7 +166,7 @@ def parse_query(raw: str | bytes, *, max_chars: int = 20_000) -> Query:
     if kind == "question":
         qual, cls, message = inline_error(body)
         if cls is None and message is None:
-            qual, cls, message = raised_message(body) or (None, None, message_paragraph(lines))
+            qual, cls, message = raised_message(body) or (None, None, message_paragraph(lines) or status_line(lines))
     elif kind == "message" and last is None:
         message = body
     paths = [f.file for f in frames] + [e.path for e in found if e.path]
