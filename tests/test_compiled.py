@@ -818,3 +818,30 @@ def test_tests_examples_and_carried_projects_make_no_records_unless_vendored_jso
     vendored = vendored_folders("pandas", "2")
     records = [r for r, _f in compiled_records(tree, Origin("pandas-dev/pandas"), "x", vendored=vendored)]
     assert [(r["repo"], r["filePath"]) for r in records] == [("ultrajson/ultrajson", "lib/decoder.c")]
+
+
+def test_numpys_templated_c_is_read_with_its_template_names_as_placeholders():
+    """numpy raises ``setting an array element with a sequence.`` from ``arraytypes.c.src``, C that its build
+    expands once per type (``@TYPE@_setitem``); a message naming a template variable prints the type there."""
+    source = textwrap.dedent(
+        """
+        static int
+        @TYPE@_setitem(PyObject *op, void *ov, void *vap)
+        {
+            if (PySequence_Check(op)) {
+                PyErr_SetString(PyExc_ValueError,
+                        "setting an array element with a sequence.");
+                return -1;
+            }
+            PyErr_Format(PyExc_TypeError, "@name@ cannot hold %d values", 3);
+            return 0;
+        }
+        """
+    )
+    findings, _skipped = find_in_compiled("numpy/_core/src/multiarray/arraytypes.c.src", source)
+    messages = [(f.error_class, message_template(f.parts)[0]) for f in findings]
+    assert ("ValueError", "setting an array element with a sequence.") in messages
+    (typed,) = [f for f in findings if f.error_class == "TypeError"]
+    assert not any("@" in str(part) for part in typed.parts)
+    assert is_own_code("numpy/_core/src/multiarray/arraytypes.c.src")
+    assert not is_own_code("numpy/_core/src/multiarray/_multiarray_tests.c.src")  # numpy's test module

@@ -29,7 +29,7 @@ from .download import sdist_beside
 from .surface import read_surface
 
 # Bump when what a scan finds changes, so cached scans are made again.
-SCAN_VERSION = 13  # 5: bounded message patterns (ingest.messages.bounded_message_pattern); 6: messages
+SCAN_VERSION = 14  # 5: bounded message patterns (ingest.messages.bounded_message_pattern); 6: messages
 # passed inside a data object (ingest.extract); 7: compiled sources from the sdist (.compiled_sdist); 8: bounded
 # members, names and source excerpts, coding cookies (.archive, ingest.source_files); 9: C messages built in a
 # local variable or buffer, Rust Display messages across a crate (ingest.compiled); 10: Rust __str__ and
@@ -38,7 +38,7 @@ SCAN_VERSION = 13  # 5: bounded message patterns (ingest.messages.bounded_messag
 # 12: warnings and log calls under other names (ingest.call_forms: `error = logger.error` aliases, `warnings`
 # imported or passed under another name, `logger.warning_once`), module constants filled with logging's arguments
 # 13: a raise reading its class and message from its own class (ingest.own_attributes: Jinja's
-# `raise self._undefined_exception(self._undefined_message)`)
+# `raise self._undefined_exception(self._undefined_message)`); 14: numpy's templated C (`.c.src`, `.h.src`)
 DEFAULT_TAG_FORMAT = "v{version}"
 
 Scan = dict[str, Any]
