@@ -198,8 +198,8 @@ class _Walker:
             if not candidates:
                 self.skipped["without a message"] += 1
                 return
-            message = attribute_of_self(candidates[0])
-            returned = property_messages(ctx.owner, message) if message and ctx.owner is not None else []
+            read = attribute_of_self(candidates[0])  # the message read from the class: ``self._undefined_message``
+            returned = property_messages(ctx.owner, read) if read and ctx.owner is not None else []
             for value in returned:  # ``(self._undefined_message)``: each message the property returns
                 self._add("exception", error_class, "error", [value], [], node, ctx)
             if returned:

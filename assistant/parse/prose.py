@@ -68,19 +68,23 @@ def inline_error(text: str) -> tuple[str | None, str | None, str | None]:
     last = max(named, key=lambda m: (m.start("qual"), m.re is _INLINE_EXC_RE), default=None)
     if last is None:
         return None, None, None
-    message = ((last.groupdict().get("msg")) or "").split("\n")[0].strip()
-    if not message:
+    if not _first_line(last):
         # Named again without its message after it was printed with one (``category=OptimizeWarning)``, the
         # warning's source line under ``OptimizeWarning: Covariance of the parameters could not be estimated``).
         told = [m for m in named if m.re is _INLINE_EXC_RE and m["cls"] == last["cls"] and m["msg"]]
         last = told[-1] if told else last
-        message = ((last.groupdict().get("msg")) or "").split("\n")[0].strip()
+    message = _first_line(last)
     opener = text[last.start("qual") - 1] if last.start("qual") > 0 else ""
     if opener in ("'", '"', "`"):
         message = _until_closing_quote(message, opener)
     if not message:
         return last["qual"], last["cls"], _message_beside(text, last.start("qual"), last.end())
     return last["qual"], last["cls"], _without_question(message) or None
+
+
+def _first_line(named: re.Match) -> str:
+    """The first line of the message written after a class named in prose ("" when none is)."""
+    return (named.groupdict().get("msg") or "").split("\n")[0].strip()
 
 
 def message_paragraph(lines: list[str]) -> str | None:

@@ -22,12 +22,24 @@ ALIASES_PATH = Path(__file__).with_name("library_aliases.json")
 
 
 @functools.cache
+def _aliases_file(path: Path) -> dict:
+    """``library_aliases.json`` as read: both its tables come from one read."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigurationError(f"cannot read the library aliases from {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigurationError(f"cannot read the library aliases from {path}: not a JSON object")
+    return data
+
+
+@functools.cache
 def library_aliases(path: Path = ALIASES_PATH) -> dict[str, tuple[str, ...]]:
     """repo -> the aliases people name it by, from ``library_aliases.json``."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))["aliases"]
+        data = _aliases_file(path)["aliases"]
         return {str(repo): tuple(str(a).lower() for a in names) for repo, names in data.items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (KeyError, TypeError, AttributeError) as exc:
         raise ConfigurationError(f"cannot read the library aliases from {path}: {exc}") from exc
 
 
@@ -36,9 +48,9 @@ def library_companions(path: Path = ALIASES_PATH) -> dict[str, tuple[str, ...]]:
     """repo -> the libraries it runs on, whose errors a paste naming it shows (``runs_on`` in
     ``library_aliases.json``: Keras, and TensorFlow under it)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8")).get("runs_on", {})
+        data = _aliases_file(path).get("runs_on", {})
         return {str(repo): tuple(str(r) for r in under) for repo, under in data.items()}
-    except (OSError, ValueError, TypeError, AttributeError) as exc:
+    except (TypeError, AttributeError) as exc:
         raise ConfigurationError(f"cannot read the libraries' companions from {path}: {exc}") from exc
 
 
