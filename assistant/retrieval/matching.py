@@ -160,6 +160,20 @@ class PatternMatcher:
             return False
         return self._timed(lambda limit: _partial_head(pattern, message, limit), pattern.pattern)
 
+    def span(self, source: str, message: str) -> tuple[int, int] | None:
+        """Where the pattern ``source`` first matches in ``message``; None where it does not."""
+        pattern = compile_pattern(source)
+        if pattern is None or source in self.slow_patterns:
+            return None
+        found: list[tuple[int, int]] = []
+
+        def attempt(limit: float) -> bool:
+            match = pattern.search(message, timeout=limit)
+            found[:] = [match.span()] if match else []
+            return match is not None
+
+        return found[0] if self._timed(attempt, source) else None
+
     def search(self, pattern, text: str) -> bool:
         """Whether the compiled ``pattern`` is found in ``text``, judged by its own CPU time."""
         return self._timed(lambda limit: pattern.search(text, timeout=limit) is not None, pattern.pattern)

@@ -47,6 +47,11 @@ WORDED_MIN_WORDS = 4
 _PATTERN_MESSAGE = FEATURES.index("pattern_message")
 _PATTERN_SPECIFICITY = FEATURES.index("pattern_specificity")
 _PATTERN_TEXT = FEATURES.index("pattern_text")
+_CLASS_EQUAL = FEATURES.index("class_equal")
+_LIBRARY_NAMED = FEATURES.index("library_named")
+_LIBRARY_SEEN = FEATURES.index("library_seen")
+# The cosine features, which an ingested record (shipped without a vector) holds at the floor.
+_DENSE = [i for i, name in enumerate(FEATURES) if name == "dense" or name.startswith("dense_")]
 
 
 def pattern_messages(query: Query) -> list[str]:
@@ -148,6 +153,29 @@ def outmatch_generic(
     features[rows, _PATTERN_SPECIFICITY] = 0.0
 
 
+def lend_dense(
+    features: np.ndarray, scores: np.ndarray, curated: np.ndarray, alone: np.ndarray, has_class: bool
+) -> None:
+    """Ingested records matching the pasted message alone (see matching_alone) take the cosine features of the
+    best-scored curated record (``features`` updated in place). They are shipped without a vector, so their
+    cosines read as the farthest record's: absence of evidence that outweighed a full match of their pattern
+    (``base_url and azure_endpoint are mutually exclusive`` lost to a curated record of another message about
+    the same arguments). Level on the cosines, the pattern decides. Only where the pasted class is theirs (a
+    message alike from another class is another raise: torch's ``PicklingError: Can't pickle local object``
+    for Python's ``AttributeError`` of those words) or, in a paste naming no class, their library is named or
+    in the frames (anyio's ``All connection attempts failed`` is what httpx's ConnectError says)."""
+    if has_class:
+        owned = features[:, _CLASS_EQUAL] > 0
+    else:
+        owned = (features[:, _LIBRARY_NAMED] > 0) | (features[:, _LIBRARY_SEEN] > 0)
+    rows = np.flatnonzero(alone & ~curated & owned)
+    if not len(rows) or not curated.any():
+        return
+    best = int(np.flatnonzero(curated)[np.argmax(scores[curated])])
+    # A record of a user's own knowledge base has a vector: its own cosines stand where they are nearer.
+    features[np.ix_(rows, _DENSE)] = np.maximum(features[np.ix_(rows, _DENSE)], features[best, _DENSE])
+
+
 class PartialMessages:
     """The Retriever's second look at the patterns, for a message no pattern matches whole."""
 
@@ -163,13 +191,19 @@ class PartialMessages:
         self.matcher = matcher
         self.pattern_source = pattern_source
 
+    def record_row(self, scored: np.ndarray | None) -> Callable[[int], Record]:
+        """The record of a scored row."""
+        return lambda row: self.records[row if scored is None else int(scored[row])]
+
     def generic_row(self, scored: np.ndarray | None) -> Callable[[int], bool]:
         """Whether the record of a scored row has no literal word in its message (``{key}``): it matches any."""
-        return lambda row: not message_words(self.records[row if scored is None else int(scored[row])].error_message)
+        record_of = self.record_row(scored)
+        return lambda row: not message_words(record_of(row).error_message)
 
     def repo_row(self, scored: np.ndarray | None) -> Callable[[int], str]:
         """The repository of the record of a scored row."""
-        return lambda row: self.records[row if scored is None else int(scored[row])].repo
+        record_of = self.record_row(scored)
+        return lambda row: record_of(row).repo
 
     def mark_heads(self, heads: Heads, features: np.ndarray, scores: np.ndarray, scored: np.ndarray | None) -> bool:
         """The records whose pattern matches a pasted message as the beginning of theirs count as matching it
