@@ -164,3 +164,32 @@ def test_the_error_a_library_wraps_in_its_own_answers_before_the_wrapper(tmp_pat
     # Python's own wrapper is what its users look up: urllib's URLError keeps its place
     urlopen = assistant.search("urllib.error.URLError: <urlopen error [Errno 111] Connection refused>")
     assert urlopen[0].record.error_class == "URLError"
+
+
+@pytest.mark.slow
+def test_a_servers_reply_and_a_librarys_report_answer_before_the_general_record(tmp_path, embedder):
+    """A client's status error prints the server's reply (vLLM's, through openai's ``Error code: 404 -
+    {body}``); a library reporting one of Python's errors (pytest's conftest import failure) says where."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    for name in ("openai__openai-python.jsonl", "vllm-project__vllm.jsonl", "pytest-dev__pytest.jsonl"):
+        shutil.copy(BUNDLED_KB_DIR / name, kb / name)
+    shutil.copy(BUNDLED_KB_DIR / "python__cpython.jsonl", kb / "python__cpython.jsonl")
+    assistant = Assistant(Settings.load(env={}, kb=(kb,), index_dir=tmp_path / "index"), embedder=embedder)
+    served = assistant.search(
+        "Traceback (most recent call last):\n"
+        '  File "/srv/chat/ask.py", line 12, in ask\n'
+        '    reply = client.chat.completions.create(model="qwen-7b", messages=history)\n'
+        '  File "/srv/venv/lib/python3.12/site-packages/openai/_base_client.py", line 1047, in request\n'
+        "    raise self._make_status_error_from_response(err.response) from None\n"
+        "openai.NotFoundError: Error code: 404 - {'error': {'message': 'The model `qwen-7b` does not exist. "
+        "Valid aliases: Qwen/Qwen2.5-7B-Instruct.', 'type': 'NotFoundError', 'param': 'model', 'code': 404}}"
+    )
+    assert served[0].record.repo == "vllm-project/vllm"
+    conftest = assistant.search(
+        "ImportError while loading conftest '/ci/shop/tests/conftest.py'.\n"
+        "tests/conftest.py:5: in <module>\n"
+        "    from shop.db import make_session\n"
+        "E   ModuleNotFoundError: No module named 'shop'"
+    )
+    assert conftest[0].record.repo == "pytest-dev/pytest"

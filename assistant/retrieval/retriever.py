@@ -59,16 +59,15 @@ from .features import Found, Heads, Scored, bm25_sum, piece_cosines, why
 from .http_status import with_status_phrases
 from .matching import COMPILED_PATTERNS, PATTERN_TEXT_CHARS, PatternMatcher
 from .mentions import ClassOwners, LibraryMentions, library_aliases, library_companions
+from .near_ties import settle_near_ties
 from .ownership import PYTHON_REPO, PythonOwnership, distinctive_templates, generic_elsewhere, unrecorded_owner
 from .partial_messages import PartialMessages, head_share, lend_dense, matching_alone, outmatch_generic
 from .pattern_hits import pattern_hits
 from .pattern_owners import pattern_owners
 from .query_words import query_words
-from .raise_site import RAISE_SITE_BONUS, raise_site_rows
 from .signals import SignalIndex, message_words, path_tail
 from .sorted_sets import contains, distinct_counted, intersection, union
 from .weights import FittedWeights, load_weights
-from .wrapped_causes import unmatch_wrappers, wrapper_rows
 
 __all__ = ["Retriever"]
 
@@ -311,14 +310,8 @@ class Retriever:
             lend_dense(features, scores, curated, alone, bool(query.exception_class))
             scores = features @ weights - penalty - offset
         record_of = self.partial.record_row(scored)
-        wrappers = wrapper_rows(query, features, scores, record_of, self.matcher)
-        if wrappers:
-            unmatch_wrappers(features, wrappers)
-            scores = features @ weights - penalty - (0.0 if offset is None else offset)
-        site = raise_site_rows(query, features, scores, record_of)
-        if site:
-            penalty[site] -= RAISE_SITE_BONUS
-            scores[site] += RAISE_SITE_BONUS
+        is_curated = np.ones(m, dtype=bool) if curated is None else curated
+        scores = settle_near_ties(query, features, penalty, offset, weights, record_of, is_curated, self.matcher)
         reworded = self.partial.reworded_row(query, features, scores, offset, scored)
         return Scored(features, scores, model, scored, penalty, offset, reworded)
 
