@@ -64,7 +64,7 @@ def test_pattern_messages_add_the_forms_a_message_was_printed_or_copied_in():
     assert "Input y contains NaN." in pattern_messages(parse_query("ValueError: Input y contains NaN"))
     copied = parse_query("RuntimeError: mat1 and mat2 shapes cannot be multiplied (2\u00d71568 and 1050\u00d710)")
     assert "mat1 and mat2 shapes cannot be multiplied (2x1568 and 1050x10)" in pattern_messages(copied)
-    assert pattern_messages(parse_query("ValueError: done.")) == ["done.", "ValueError: done."]
+    assert pattern_messages(parse_query("ValueError: done.")) == ("done.", "ValueError: done.")
 
 
 def test_an_http_status_told_by_number_is_searched_by_its_phrase_too():

@@ -14,7 +14,7 @@ import functools
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import regex
 
@@ -107,7 +107,7 @@ class PatternMatcher:
         self.owners = owners
         self.slow_patterns: set[str] = set()
 
-    def match(self, source: str, messages: list[str], text: str) -> tuple[bool, bool]:
+    def match(self, source: str, messages: Sequence[str], text: str) -> tuple[bool, bool]:
         """Whether the pattern ``source`` matches one of the messages (the first, the pasted message, also
         as retyped by hand: see :func:`retyped_variant`), else the whole text."""
         pattern = compile_pattern(source)
@@ -124,7 +124,7 @@ class PatternMatcher:
             return True, False
         return False, self.search(pattern, text)
 
-    def begins(self, source: str, messages: list[str]) -> bool:
+    def begins(self, source: str, messages: Sequence[str]) -> bool:
         """Whether one of the messages is how an error the pattern ``source`` matches begins: the paste shows
         the first line of a message that goes on over several (dspy's ``Adapter ChatAdapter failed to parse
         the LM response.`` before its ``LM Response: ...`` block), or cuts it off. Weaker than a match (``No
@@ -139,7 +139,7 @@ class PatternMatcher:
         pattern = compile_pattern(source) if candidates else None
         return pattern is not None and any(self._is_head(pattern, source, m) for m in candidates)
 
-    def reworded_tail(self, source: str, messages: list[str]) -> bool:
+    def reworded_tail(self, source: str, messages: Sequence[str]) -> bool:
         """Whether a message, its last few words left off (at most ``TAIL_SHARE`` of them), begins what the
         pattern ``source`` matches: the same error, its end worded as another release words it (pytest 2's
         ``..., involved factories`` where pytest 8 says ``. Requesting fixture stack:``)."""

@@ -10,6 +10,7 @@ evidence, so these are asked only where it has nothing to say.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Callable, Sequence
 
@@ -54,8 +55,10 @@ _LIBRARY_SEEN = FEATURES.index("library_seen")
 _DENSE = [i for i, name in enumerate(FEATURES) if name == "dense" or name.startswith("dense_")]
 
 
-def pattern_messages(query: Query) -> list[str]:
-    """What patterns are tried on as messages: the pasted message, its causes and its error line."""
+@functools.lru_cache(maxsize=16)
+def pattern_messages(query: Query) -> tuple[str, ...]:
+    """What patterns are tried on as messages: the pasted message, its causes and its error line. Kept for the
+    last few queries: the pattern hits, the share a template must pin and the near-tie rules all read them."""
     messages = [m for m in (query.message, *query.causes) if m]
     if query.exception_class and query.message:
         messages.append(query.error_line or "")
@@ -74,7 +77,7 @@ def pattern_messages(query: Query) -> list[str]:
     # People drop a message's last full stop when they quote it (``Input y contains NaN``, ``... of type
     # 'mytasks.add'``); the pattern of ``Input {name}contains {kind}.`` then misses it for one character.
     variants += [m + "." for m in messages[:1] if m and (m[-1].isalnum() or m[-1] in "'\")]")]
-    return messages + variants
+    return (*messages, *variants)
 
 
 def _printed_key(query: Query) -> str | None:
