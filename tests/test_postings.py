@@ -96,7 +96,8 @@ def test_bm25_tokens_added_a_chunk_at_a_time_index_as_tokenizing_everything_at_o
     import bm25s
 
     from assistant import load_records
-    from assistant.retrieval.signals import TokenCorpus, all_text, tokenize
+    from assistant.retrieval.bm25_files import TokenCorpus, tokenize
+    from assistant.retrieval.signals import all_text
     from assistant.settings import BUNDLED_KB_DIR
 
     texts = [all_text(r) for r in load_records(BUNDLED_KB_DIR)]

@@ -172,6 +172,7 @@ def test_the_default_knowledge_base_answers_from_release_built_records_without_v
     curated = len(read_lines_of_bundled())
     assert len(first.records) > 80_000
     assert len(first.vector_index) < curated + 200  # the release-built records have no dense vectors
+    assert not list((tmp_path / "index").glob(".bm25-all-*"))  # the second process's folder is gone
     answer = first.ask(
         "django.urls.exceptions.NoReverseMatch: Reverse for 'home' not found. 'home' is not a valid view "
         "function or pattern name."

@@ -30,6 +30,7 @@ from ..index.bundled_vectors import seed_index
 from ..index.faiss_store import MANIFEST_NAME
 from ..index.pieces import PIECES_MANIFEST, PieceVectors, load_piece_vectors, open_piece_vectors
 from ..index.query_encoder import needs_storing, stored_query_encoder
+from ..retrieval.all_fields_bm25 import AllFieldsInBackground
 from ..retrieval.ownership import wording_twins
 from ..retrieval.signals import SignalIndex
 from ..settings import BUNDLED_EVAL_DIR, BUNDLED_KB_DIR, PACKAGE_DIR, Settings
@@ -101,19 +102,27 @@ def open_knowledge_base(
         report = LoadReport()
         shelf = RecordShelf.load(files, strict=settings.strict, report=report)
         signals, saved_stamp = None, None
-    # Only records with vectors go to the vector store: the shipped release-built ones, loaded last, have none.
-    embedded = shelf.head(_embedded_count(shelf, files, paths))
-    if not settings.store and not force:
-        seed_index(index_dir, embedder.model_id, embedded)  # the bundled records' shipped vectors, in a new folder
-    vector_index, build = open_index(
-        embedded, embedder, index_dir, show_progress=show_progress, force=force, store=settings.store
-    )
-    query_embedder = _query_embedder(embedder, index_dir, vector_index) if not settings.store else embedder
-    pieces = open_piece_vectors(embedded, query_embedder, index_dir, show_progress=show_progress, force=force)
-    from_snapshot = signals is not None
-    if signals is None:
-        signals = SignalIndex.build(shelf, show_progress=show_progress)
-        signals.wording_twins = wording_twins(shelf, signals)
+    # A large knowledge base's BM25 over every field is built in a second process meanwhile (all_fields_bm25.py).
+    background = AllFieldsInBackground.start(shelf, index_dir) if signals is None else None
+    try:
+        # Only records with vectors go to the vector store: the shipped release-built ones, loaded last, have none.
+        embedded = shelf.head(_embedded_count(shelf, files, paths))
+        if not settings.store and not force:
+            seed_index(index_dir, embedder.model_id, embedded)  # the bundled records' shipped vectors, in a new folder
+        vector_index, build = open_index(
+            embedded, embedder, index_dir, show_progress=show_progress, force=force, store=settings.store
+        )
+        query_embedder = _query_embedder(embedder, index_dir, vector_index) if not settings.store else embedder
+        pieces = open_piece_vectors(embedded, query_embedder, index_dir, show_progress=show_progress, force=force)
+        from_snapshot = signals is not None
+        if signals is None:
+            signals = SignalIndex.build(
+                shelf, show_progress=show_progress, all_fields=None if background is None else background.result
+            )
+            signals.wording_twins = wording_twins(shelf, signals)
+    finally:
+        if background is not None:
+            background.close()  # the worker's folder goes, whether or not the build got to it
     stamp = None if settings.store else _manifest_stamp(index_dir)
     if not from_snapshot or stamp != saved_stamp:  # a Milvus store is checked at every start: nothing new
         try:

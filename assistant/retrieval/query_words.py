@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .signals import SignalIndex, tokenize
+from .bm25_files import tokenize
+from .signals import SignalIndex
 
 # A word said more often than this in a paste counts this often in its BM25 scores: a paste that hides an
 # address as ``XXX.XXX.XXX.XXX`` (twice) found the records that say ``xxx`` before its error's.

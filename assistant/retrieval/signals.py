@@ -13,7 +13,7 @@ import json
 import re
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,7 +24,7 @@ from ..knowledge.records import API_CHANGE_TAG, INGESTED_TAG, Record
 from ..parse.query import normalize_library
 from ..storage.diskarray import IN_MEMORY_BYTES, DiskArray
 from ..storage.postings import Postings, PostingsBuilder
-from .bm25_files import STOPWORDS_EN, SavedBM25, tokenize
+from .bm25_files import STOPWORDS_EN, SavedBM25, TokenCorpus
 from .patterns import PatternIndex, literal_chars
 
 if TYPE_CHECKING:
@@ -178,65 +178,6 @@ class Texts:
         return cls(blob, offsets)
 
 
-class TokenCorpus:
-    """Texts tokenized for BM25 a chunk at a time into one flat array of token ids: what
-    ``bm25s.BM25.index`` reads (``ids``, ``vocab``), without the Python list of ints per text that
-    tokenizing everything at once keeps (at a million records, ~5 GB of the signal index build)."""
-
-    CHUNK = 10_000  # texts tokenized together
-
-    def __init__(self) -> None:
-        self.vocab: dict[str, int] = {}  # token -> id, in first-seen order as bm25s.tokenize numbers them
-        self._pending: list[str] = []
-        self._parts: list[np.ndarray] = []
-        self._lengths = array("q")
-
-    def add(self, text: str) -> None:
-        self._pending.append(text)
-        if len(self._pending) >= self.CHUNK:
-            self._flush()
-
-    def _flush(self) -> None:
-        if not self._pending:
-            return
-        tokenized = tokenize(self._pending)
-        self._pending = []
-        to_global = np.empty(len(tokenized.vocab), dtype=np.int32)
-        for token, local in tokenized.vocab.items():
-            to_global[local] = self.vocab.setdefault(token, len(self.vocab))
-        self._lengths.extend(len(doc) for doc in tokenized.ids)
-        flat = np.fromiter((t for doc in tokenized.ids for t in doc), dtype=np.int32)
-        self._parts.append(to_global[flat])
-
-    @property
-    def ids(self) -> TokenLists:
-        """Every text's token ids (a text is a list when read), once all are added."""
-        self._flush()
-        flat = np.concatenate(self._parts) if self._parts else np.zeros(0, dtype=np.int32)
-        self._parts = [flat]
-        offsets = np.zeros(len(self._lengths) + 1, dtype=np.int64)
-        np.cumsum(np.frombuffer(self._lengths, dtype=np.int64), out=offsets[1:])
-        return TokenLists(flat, offsets)
-
-
-class TokenLists(Sequence[list[int]]):
-    def __init__(self, flat: np.ndarray, offsets: np.ndarray):
-        self._flat = flat
-        self._offsets = offsets
-
-    def __len__(self) -> int:
-        return len(self._offsets) - 1
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        return self._flat[self._offsets[i] : self._offsets[i + 1]].tolist()
-
-    def __iter__(self):
-        for start, stop in zip(self._offsets[:-1].tolist(), self._offsets[1:].tolist(), strict=True):
-            yield self._flat[start:stop].tolist()
-
-
 class WordColumns:
     """A BM25 matrix read a word (a column) at a time: the records holding the word, ascending, and the
     word's BM25 weight in each. Read from disk when the index was loaded (see ``diskarray``)."""
@@ -305,11 +246,20 @@ class SignalIndex:
         return len(self.ids)
 
     @classmethod
-    def build(cls, records: Iterable[Record], *, show_progress: bool = False) -> SignalIndex:
-        """One pass over the records (records on a shelf are parsed once)."""
+    def build(
+        cls,
+        records: Iterable[Record],
+        *,
+        show_progress: bool = False,
+        all_fields: Callable[[], bm25s.BM25 | SavedBM25 | None] | None = None,
+    ) -> SignalIndex:
+        """One pass over the records (records on a shelf are parsed once). ``all_fields``: gives the BM25
+        index over every text field, built elsewhere meanwhile (see all_fields_bm25.py), called at the end; where
+        it gives None the records (a sequence, then) are read again for it."""
         import bm25s  # building only: serving reads the saved matrices without it (bm25_files.py)
 
         total = len(records) if isinstance(records, Sequence) else None
+        source = records
         records = tqdm(records, total=total, desc="indexing signals", unit="rec", disable=not show_progress)
         ids: list[str] = []
         patterns: dict[str, int] = {}
@@ -326,7 +276,8 @@ class SignalIndex:
             files.add((path_tail(r.file_path),))
             repos.add((r.repo,))
             message_tokens.add(message_text(r))
-            all_tokens.add(all_text(r))
+            if all_fields is None:
+                all_tokens.add(all_text(r))
             literal = message_words(r.error_message)
             words.add(literal)
             if INGESTED_TAG in r.tags:
@@ -339,10 +290,8 @@ class SignalIndex:
         bm25_message = bm25s.BM25()
         bm25_message.index(message_tokens, show_progress=False)
         del message_tokens
-        bm25_all = bm25s.BM25()
-        bm25_all.index(all_tokens, show_progress=False)
-        del all_tokens
-        return cls(
+        # Everything but the BM25 over every field first: that one may still be in the making elsewhere.
+        parts = dict(
             ids=np.array([i.encode("utf-8") for i in ids], dtype="S"),
             patterns=Texts.build(patterns),
             literals=np.array([literal_chars(p) for p in patterns], dtype=np.int32),
@@ -357,8 +306,16 @@ class SignalIndex:
             ingested=np.frombuffer(ingested, dtype=np.int64).copy(),
             api_changes=np.frombuffer(api_changes, dtype=np.int64).copy(),
             bm25_message=bm25_message,
-            bm25_all=bm25_all,
         )
+        bm25_all = None if all_fields is None else all_fields()
+        if bm25_all is None:
+            if all_fields is not None:  # built elsewhere, and that failed: the records are read again
+                for r in source:
+                    all_tokens.add(all_text(r))
+            bm25_all = bm25s.BM25()
+            bm25_all.index(all_tokens, show_progress=False)
+        del all_tokens
+        return cls(**parts, bm25_all=bm25_all)
 
     def save(self, folder: Path) -> None:
         """Into ``folder`` (which must exist and be empty)."""
