@@ -48,6 +48,22 @@ _FIELD_ID = "173bd9df5660beaa"  # FieldInfo.__init__'s raise (fields.py 241-257)
 _PRIVATE_ATTR_ID = "f8ae9c57b420c328"  # PrivateAttr()'s raise of the same words (fields.py 1558-1572)
 
 
+def _assistant_over(tmp_path, embedder, *names: str, released: list[dict] | None = None) -> Assistant:
+    """An assistant over copies of some bundled record files (and release-built lines, read as shipped: no
+    vectors), in a fresh index folder."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    for name in names:
+        shutil.copy(BUNDLED_KB_DIR / name, kb / name)
+    folders = (kb,)
+    if released:
+        folder = tmp_path / UNPACKED_DIR  # records read from a folder of this name get no vector, as shipped
+        folder.mkdir()
+        write_lines(folder / "released.jsonl", released)
+        folders = (kb, folder)
+    return Assistant(Settings.load(env={}, kb=folders, index_dir=tmp_path / "index"), embedder=embedder)
+
+
 def _pydantic_twins():
     records = {r.id: r for r in load_records([BUNDLED_KB_DIR / "pydantic__pydantic.jsonl"])}
     return [records[_PRIVATE_ATTR_ID], records[_FIELD_ID]]
@@ -91,27 +107,18 @@ def test_a_record_matching_alone_takes_the_cosines_of_the_best_curated_record():
 
 @pytest.mark.slow
 def test_near_ties_rank_the_raise_that_was_pasted_first(tmp_path, embedder):
-    kb = tmp_path / "kb"
-    kb.mkdir()
-    for name in ("pydantic__pydantic.jsonl", "openai__openai-python.jsonl"):
-        shutil.copy(BUNDLED_KB_DIR / name, kb / name)
-    released = tmp_path / UNPACKED_DIR  # records read from a folder of this name get no vector, as shipped
-    released.mkdir()
-    write_lines(
-        released / "openai__openai-python.jsonl",
-        [
-            ingested_line(
-                "d4d4d4d4d4d4d4d4",
-                "openai/openai-python",
-                "ValueError",
-                "base_url and azure_endpoint are mutually exclusive",
-                "base_url and azure_endpoint are mutually exclusive",
-                "src/openai/lib/azure.py",
-                190,
-            )
-        ],
+    azure_rule = ingested_line(
+        "d4d4d4d4d4d4d4d4",
+        "openai/openai-python",
+        "ValueError",
+        "base_url and azure_endpoint are mutually exclusive",
+        "base_url and azure_endpoint are mutually exclusive",
+        "src/openai/lib/azure.py",
+        190,
     )
-    assistant = Assistant(Settings.load(env={}, kb=(kb, released), index_dir=tmp_path / "index"), embedder=embedder)
+    assistant = _assistant_over(
+        tmp_path, embedder, "pydantic__pydantic.jsonl", "openai__openai-python.jsonl", released=[azure_rule]
+    )
     assert assistant.search(_FIELD_TRACEBACK)[0].record.id == _FIELD_ID
     # Without the frame's evidence FieldInfo's record, ahead by a hair, answered PrivateAttr's raise too.
     assert assistant.search(_PRIVATE_ATTR_TRACEBACK)[0].record.id == _PRIVATE_ATTR_ID
@@ -140,11 +147,8 @@ def test_a_wrappers_last_placeholder_is_where_it_prints_the_error_it_wraps():
 
 @pytest.mark.slow
 def test_the_error_a_library_wraps_in_its_own_answers_before_the_wrapper(tmp_path, embedder):
-    kb = tmp_path / "kb"
-    kb.mkdir()
-    for name in ("modelcontextprotocol__python-sdk.jsonl", "urllib3__urllib3.jsonl", "python__cpython.jsonl"):
-        shutil.copy(BUNDLED_KB_DIR / name, kb / name)
-    assistant = Assistant(Settings.load(env={}, kb=(kb,), index_dir=tmp_path / "index"), embedder=embedder)
+    names = ("modelcontextprotocol__python-sdk.jsonl", "urllib3__urllib3.jsonl", "python__cpython.jsonl")
+    assistant = _assistant_over(tmp_path, embedder, *names)
     tool = assistant.search(
         "Traceback (most recent call last):\n"
         '  File "/srv/bot/run.py", line 30, in main\n'
@@ -170,12 +174,8 @@ def test_the_error_a_library_wraps_in_its_own_answers_before_the_wrapper(tmp_pat
 def test_a_servers_reply_and_a_librarys_report_answer_before_the_general_record(tmp_path, embedder):
     """A client's status error prints the server's reply (vLLM's, through openai's ``Error code: 404 -
     {body}``); a library reporting one of Python's errors (pytest's conftest import failure) says where."""
-    kb = tmp_path / "kb"
-    kb.mkdir()
-    for name in ("openai__openai-python.jsonl", "vllm-project__vllm.jsonl", "pytest-dev__pytest.jsonl"):
-        shutil.copy(BUNDLED_KB_DIR / name, kb / name)
-    shutil.copy(BUNDLED_KB_DIR / "python__cpython.jsonl", kb / "python__cpython.jsonl")
-    assistant = Assistant(Settings.load(env={}, kb=(kb,), index_dir=tmp_path / "index"), embedder=embedder)
+    names = ("openai__openai-python.jsonl", "vllm-project__vllm.jsonl", "pytest-dev__pytest.jsonl")
+    assistant = _assistant_over(tmp_path, embedder, *names, "python__cpython.jsonl")
     served = assistant.search(
         "Traceback (most recent call last):\n"
         '  File "/srv/chat/ask.py", line 12, in ask\n'
