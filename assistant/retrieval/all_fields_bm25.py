@@ -53,17 +53,6 @@ def build_and_save(folder: Path) -> int:
         shelf.close()
 
 
-def _read_whole(folder: Path) -> SavedBM25:
-    """A saved index read into memory (the folder is removed after), as ``SavedBM25.load`` reads it."""
-    params = json.loads((folder / "params.index.json").read_text(encoding="utf-8"))
-    vocab = json.loads((folder / "vocab.index.json").read_text(encoding="utf-8"))
-    scores = {
-        name: np.load(folder / f"{name}.csc.index.npy", allow_pickle=False) for name in ("data", "indices", "indptr")
-    }
-    scores["num_docs"] = params.get("num_docs")
-    return SavedBM25(scores, vocab, params)
-
-
 class AllFieldsInBackground:
     """The worker's index, or the caller's own where it fails: ``result()`` after ``SignalIndex.build``'s pass.
 
@@ -121,7 +110,7 @@ class AllFieldsInBackground:
             built = json.loads((self._folder / DONE).read_text(encoding="utf-8"))["records"]
             if built != self._count:
                 raise RuntimeError(f"the worker read {built} records of {self._count}")
-            return _read_whole(self._folder / INDEX)
+            return SavedBM25.load(self._folder / INDEX, in_memory=True)  # its folder goes next
         except (OSError, ValueError, KeyError, RuntimeError) as exc:
             logger.warning("the second process building the signal index failed (%s); building it here", exc)
             return None

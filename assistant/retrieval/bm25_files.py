@@ -51,11 +51,13 @@ class SavedBM25:
         self.params = params
 
     @classmethod
-    def load(cls, folder: Path) -> SavedBM25:
+    def load(cls, folder: Path, *, in_memory: bool = False) -> SavedBM25:
+        """``in_memory``: the matrix read whole (its folder may go), not memory-mapped."""
         params = json.loads((folder / "params.index.json").read_text(encoding="utf-8"))
         vocab = json.loads((folder / "vocab.index.json").read_text(encoding="utf-8"))
+        mode = None if in_memory else "r"
         scores = {
-            name: np.load(folder / f"{name}.csc.index.npy", mmap_mode="r", allow_pickle=False)
+            name: np.load(folder / f"{name}.csc.index.npy", mmap_mode=mode, allow_pickle=False)
             for name in ("data", "indices", "indptr")
         }
         scores["num_docs"] = params.get("num_docs")

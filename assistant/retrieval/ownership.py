@@ -24,7 +24,7 @@ from .candidates import NONE
 from .features import Found
 from .matching import PatternMatcher, compile_pattern
 from .patterns import required_words, text_words
-from .signals import SignalIndex, is_generic_message, message_words
+from .signals import PLACEHOLDER_RE, SignalIndex, is_generic_message, message_words
 from .sorted_sets import difference, intersection, union
 
 PYTHON_REPO = "python/cpython"
@@ -33,7 +33,6 @@ BUILTIN_EXCEPTIONS = frozenset(
     name for name, obj in vars(builtins).items() if isinstance(obj, type) and issubclass(obj, BaseException)
 )
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins", "exceptions", "__main__"}
-_PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}")
 # A word in at most this share of the records' messages is the library's own (Pillow's ``transparency``).
 RARE_WORD_SHARE = 0.0002
 
@@ -97,7 +96,7 @@ def _renderings(record: Record) -> list[str]:
     after ``Class: ``."""
     out = []
     for filler in ("x", "'x'", "1"):
-        text = _PLACEHOLDER_RE.sub(filler, record.error_message)
+        text = PLACEHOLDER_RE.sub(filler, record.error_message)
         out += [text, f"{record.error_class}: {text}"]
     return out
 

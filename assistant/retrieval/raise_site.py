@@ -46,9 +46,11 @@ def raise_site_rows(
     tail = path_tail(last.file)
     code = (last.code or "").strip()
     top = np.argsort(-scores, kind="stable")[:SITE_DEPTH]
-    rows = [int(row) for row in top if features[row, _RAISING_FRAME] > 0]
+    records = {int(row): record_of(int(row)) for row in top if features[row, _RAISING_FRAME] > 0}
     evidence = {
-        row: _evidence(record_of(row), last.line, code) for row in rows if path_tail(record_of(row).file_path) == tail
+        row: _evidence(record, last.line, code)
+        for row, record in records.items()
+        if path_tail(record.file_path) == tail
     }
     most = max(evidence.values(), default=0)
     held = [row for row, shown in evidence.items() if shown == most]

@@ -46,7 +46,7 @@ MESSAGE_CHARS = 2_000
 GENERIC_WORDS = 3
 TWINS = "wording_twins"  # the saved postings of SignalIndex.wording_twins
 
-_PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}")
+PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}")  # a template's ``{name}``
 _QUOTED_RE = re.compile(r"'[^'\n]{0,80}'|\"[^\"\n]{0,80}\"")
 _VALUE_RE = re.compile(r"\S*[/\\=\d]\S*")  # paths, URLs, key=value pairs, numbers, versions, model names
 _MESSAGE_WORD_RE = re.compile(r"[a-z_][a-z0-9_]+")
@@ -62,7 +62,7 @@ def message_words(message: str) -> frozenset[str]:
     Placeholders (``{name}``), quoted values, paths, ``key=value`` pairs, anything with a digit in it and
     stop words are left out, so a rendered message and the template it came from share their words.
     """
-    text = _PLACEHOLDER_RE.sub(" ", message[:MESSAGE_CHARS])
+    text = PLACEHOLDER_RE.sub(" ", message[:MESSAGE_CHARS])
     text = _VALUE_RE.sub(" ", _QUOTED_RE.sub(" ", text))
     return frozenset(w for w in _MESSAGE_WORD_RE.findall(text.lower()) if w not in _STOPWORDS)
 

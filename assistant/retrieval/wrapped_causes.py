@@ -22,19 +22,16 @@ from ..knowledge.records import Record
 from ..parse.query import Query
 from .features import FEATURES
 from .matching import PatternMatcher
+from .ownership import PYTHON_REPO
 from .partial_messages import pattern_messages
 from .patterns import literal_chars
-from .signals import message_words
+from .signals import PLACEHOLDER_RE, message_words
 
 # The best-ranked records this many deep are looked at, wrappers and causes alike.
 WRAPPER_DEPTH = 5
 # A cause's pattern pins at least this many literal characters (``{e}`` or ``[Errno {errno}] {strerror}``
 # would fit in any wrapper's placeholder).
 CAUSE_MIN_LITERALS = 12
-# Python's own wrappers (urllib's ``<urlopen error [Errno 111] Connection refused>``) are what users look up:
-# the error inside is a general one.
-GENERAL_REPOS = frozenset({"python/cpython"})
-_PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}")
 _CLOSING = ")]}>\"'. "
 _ENDS_IN_PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}[)\]}>\"'.]{0,3}$")
 # A status error's message names its status within this many characters of its beginning.
@@ -55,7 +52,7 @@ def told_error_span(template: str, message: str, start: int) -> tuple[int, int] 
     the template's pattern matches."""
     if not _ENDS_IN_PLACEHOLDER_RE.search(template):
         return None
-    pieces = _PLACEHOLDER_RE.split(template)
+    pieces = PLACEHOLDER_RE.split(template)
     cursor = start
     for piece in pieces[:-1]:
         at = message.find(piece, cursor)
@@ -85,7 +82,7 @@ def _prints_status_first(record: Record) -> bool:
     """A client's HTTP status error: its message begins with the status and goes on with the server's reply
     (``Error code: 404 - {body}``), not a library's message that names a status among its words."""
     status = record.http_status
-    head = _PLACEHOLDER_RE.split(record.error_message, maxsplit=1)[0]
+    head = PLACEHOLDER_RE.split(record.error_message, maxsplit=1)[0]
     return status is not None and str(status) in head[:STATUS_HEAD_CHARS]
 
 
@@ -110,7 +107,7 @@ def wrapper_rows(
         for row in top
         if features[row, _PATTERN_MESSAGE] > 0
         and record_of(row).message_pattern
-        and record_of(row).repo not in GENERAL_REPOS
+        and record_of(row).repo != PYTHON_REPO  # Python's own wrappers (urllib's URLError) are what users look up
     ]
     spans = {row: matcher.span(record_of(row).message_pattern, message) for row in matched}
     found = [row for row in matched if spans[row] is not None]
@@ -138,7 +135,7 @@ def reporting_rows(
     the text, not the error's message) when Python's own record ranks first by less than ``REPORTED_MARGIN``:
     the library reported Python's error, and says where and why."""
     order = np.argsort(-scores, kind="stable")[:WRAPPER_DEPTH]
-    if not len(order) or record_of(int(order[0])).repo not in GENERAL_REPOS:
+    if not len(order) or record_of(int(order[0])).repo != PYTHON_REPO:
         return []
     for row in (int(j) for j in order[1:]):
         record = record_of(row)
@@ -146,7 +143,7 @@ def reporting_rows(
             break
         if (
             curated[row]
-            and record.repo not in GENERAL_REPOS
+            and record.repo != PYTHON_REPO
             and features[row, _PATTERN_TEXT] > 0
             and features[row, _PATTERN_MESSAGE] == 0
             and literal_chars(record.message_pattern or "") >= CAUSE_MIN_LITERALS
